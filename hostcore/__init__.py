@@ -1,0 +1,75 @@
+"""hostcore: a wiki that people and AI assistants share.
+
+This module is the public surface: plugins import from here and nowhere else in ``hostcore``.
+"""
+
+from .auth import SYSTEM, Principal, Unauthorized
+from .errors import (
+    ConfigError,
+    Conflict,
+    Forbidden,
+    HostcoreError,
+    InsufficientScope,
+    NotFound,
+    RateLimited,
+    StartupError,
+    TooLarge,
+    Unavailable,
+    ValidationError,
+)
+from .hookspecs import hookimpl
+from .locks import FileLock
+from .pages import Page, check_namespace, check_slug, wiki_links
+from .search import SearchBackend, SearchDoc, SearchHit, SearchResults
+from .storage import ANY, Change, Delete, Operation, Put, Revision, Storage, blob_hash, check_path
+from .tools import Tool, tool
+
+__version__ = "0.1.0"
+
+
+def create_app(*args, **kwargs):  # noqa: ANN002, ANN003 - thin lazy wrapper keeps Flask off plugin imports
+    """Build the Flask application; see :func:`hostcore.app.create_app`."""
+    from .app import create_app as _create_app
+
+    return _create_app(*args, **kwargs)
+
+
+__all__ = [
+    "ANY",
+    "SYSTEM",
+    "Change",
+    "ConfigError",
+    "Conflict",
+    "Delete",
+    "FileLock",
+    "Forbidden",
+    "HostcoreError",
+    "InsufficientScope",
+    "NotFound",
+    "Operation",
+    "Page",
+    "Principal",
+    "Put",
+    "RateLimited",
+    "Revision",
+    "SearchBackend",
+    "SearchDoc",
+    "SearchHit",
+    "SearchResults",
+    "StartupError",
+    "Storage",
+    "Tool",
+    "TooLarge",
+    "Unauthorized",
+    "Unavailable",
+    "ValidationError",
+    "blob_hash",
+    "check_namespace",
+    "check_path",
+    "check_slug",
+    "create_app",
+    "hookimpl",
+    "tool",
+    "wiki_links",
+    "__version__",
+]

@@ -1,0 +1,79 @@
+"""One family of errors, raised anywhere and translated once, at the adapter.
+
+Every error carries a stable ``code`` (the MCP tool error code), an optional ``field``
+(the argument at fault) and optional structured ``data`` (for conflicts: the current hash).
+The message says what went wrong and what to do next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HostcoreError(Exception):
+    """Base of every error hostcore raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, field: str | None = None, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.data = data
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        """The structured form sent to clients: code, message, field and any data."""
+        out: dict[str, Any] = {"code": self.code, "message": str(self)}
+        if self.field:
+            out["field"] = self.field
+        out.update(self.data)
+        return out
+
+
+class ValidationError(HostcoreError):
+    code = "validation_error"
+
+
+class NotFound(HostcoreError):
+    code = "not_found"
+
+
+class Conflict(HostcoreError):
+    """A compare-and-set failed. ``data['hash']`` is the current hash ("" when gone)."""
+
+    code = "conflict"
+
+
+class InsufficientScope(HostcoreError):
+    code = "insufficient_scope"
+
+
+class Forbidden(HostcoreError):
+    code = "forbidden"
+
+
+class TooLarge(HostcoreError):
+    code = "too_large"
+
+
+class RateLimited(HostcoreError):
+    code = "rate_limited"
+
+
+class Unavailable(HostcoreError):
+    code = "unavailable"
+
+
+class ConfigError(HostcoreError):
+    """The configuration is wrong; the message names the key and the fix."""
+
+    code = "config_error"
+
+
+class StartupError(ConfigError):
+    """A plugin or the host cannot start; raised from ``startup`` hooks and ``create_app``."""
+
+    code = "startup_error"

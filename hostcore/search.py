@@ -1,0 +1,85 @@
+"""The search seam: a small base class every search engine plugin implements.
+
+The host keeps the index in step: after every page event it calls :meth:`SearchBackend.update`
+with the new documents and the removed slugs; at start-up it compares :meth:`SearchBackend.hashes`
+with the storage's page hashes and indexes what differs (pages changed outside hostcore).
+Access is the caller's business: :meth:`SearchBackend.search` gets the namespaces the caller may
+read (None: all) and filters inside the engine, so paging stays exact. Hidden pages are never
+indexed.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class SearchDoc:
+    """What the index holds for one page."""
+
+    slug: str
+    title: str
+    body: str
+    tags: tuple[str, ...]
+    hash: str
+
+    @property
+    def namespace(self) -> str:
+        return self.slug.split("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One match. ``snippet`` is escaped HTML with ``<mark>`` around the matched terms."""
+
+    slug: str
+    title: str
+    tags: tuple[str, ...]
+    snippet: str
+    score: float
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    hits: list[SearchHit]
+    more: bool
+
+
+class SearchBackend(ABC):
+    """Base class of search engines. Registered by ``name`` via ``register_search_backends``.
+
+    Must implement :meth:`update`, :meth:`search` and :meth:`hashes`. Writes may come from several
+    processes at once (gunicorn workers, the CLI): a backend serialises them itself and never lets a
+    lock error reach the caller. The constructor receives the folder for its files and its config.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
+        self.root = Path(root)
+        self.config = dict(config or {})
+
+    @abstractmethod
+    def update(self, docs: Sequence[SearchDoc] = (), removed: Sequence[str] = ()) -> None:
+        """Index ``docs`` (replacing any older version of each slug) and drop ``removed`` slugs."""
+
+    @abstractmethod
+    def search(
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20
+    ) -> SearchResults:
+        """Best match first. Raises ValidationError(field="query") for a query it cannot parse."""
+
+    @abstractmethod
+    def hashes(self) -> dict[str, str]:
+        """Slug -> hash of every indexed page (what :meth:`update` was given)."""
+
+    def clear(self) -> None:
+        """Empty the index."""
+        self.update(removed=list(self.hashes()))
+
+    def close(self) -> None:
+        """Release resources."""
