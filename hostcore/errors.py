@@ -67,6 +67,12 @@ class Unavailable(HostcoreError):
     code = "unavailable"
 
 
+class InternalError(HostcoreError):
+    """An unexpected failure; the message carries a reference to the server log entry."""
+
+    code = "internal_error"
+
+
 class ConfigError(HostcoreError):
     """The configuration is wrong; the message names the key and the fix."""
 

@@ -48,7 +48,7 @@ def register_routes(app: flask.Flask, host: Host) -> None:
 
 @hookspec
 def register_commands(cli: click.Group) -> None:
-    """Add CLI commands to ``hostcore``. Use ``hostcore.cli.pass_host`` to receive the host."""
+    """Add CLI commands to ``hostcore``. ``@click.pass_obj`` gives a context whose ``host()`` builds the host."""
 
 
 @hookspec(firstresult=True)
@@ -63,6 +63,11 @@ def authenticate(request: Request, host: Host) -> Principal | None:
 @hookspec
 def startup(host: Host) -> None:
     """The host is built: check your config and prepare state. Raise StartupError with the fix."""
+
+
+@hookspec
+def instance_created(host: Host) -> str | None:
+    """``hostcore init`` made a new instance: create first-run state; return a line to show the operator."""
 
 
 @hookspec

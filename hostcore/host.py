@@ -1,0 +1,109 @@
+"""The host: config, plugins, the chosen storage and search backends, and the tool registry.
+
+One Host per app (``app.extensions["hostcore"]``). It owns every ``register`` callable handed to
+contribution hooks, so it validates contributions and rejects duplicate names at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from .auth import Principal
+from .errors import StartupError
+from .search import SearchBackend
+from .storage import Storage
+from .tools import Tool
+
+log = logging.getLogger("hostcore")
+
+
+def _registry(kind: str, base: type, table: dict[str, type]) -> Callable[[type], None]:
+    def register(cls: type) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, base)) or not getattr(cls, "name", ""):
+            raise StartupError(f"register_{kind}_backends: {cls!r} must be a {base.__name__} subclass with a name")
+        if cls.name in table:
+            raise StartupError(
+                f"two plugins register a {kind} backend named {cls.name!r} ({table[cls.name].__module__} and "
+                f"{cls.__module__}); remove one from PLUGINS"
+            )
+        table[cls.name] = cls
+
+    return register
+
+
+class Host:
+    """Everything a request needs that outlives it. Build with :func:`hostcore.app.create_app`."""
+
+    def __init__(self, config: dict[str, Any], instance_path: Path, pm: pluggy.PluginManager) -> None:
+        self.config = config
+        self.instance_path = Path(instance_path)
+        self.pm = pm
+        self.tools: dict[str, Tool] = {}
+        self.state: dict[str, Any] = {}  # per-host state of plugins, keyed by plugin name
+        self.storage_backends: dict[str, type[Storage]] = {}
+        self.search_backends: dict[str, type[SearchBackend]] = {}
+        pm.hook.register_storage_backends(register=_registry("storage", Storage, self.storage_backends))
+        pm.hook.register_search_backends(register=_registry("search", SearchBackend, self.search_backends))
+        pm.hook.register_tools(register=self._register_tool, host=self)
+        self.storage = self._make_storage()
+        self.search = self._make_search()
+
+    def plugin_config(self, name: str) -> dict[str, Any]:
+        return dict(self.config.get("PLUGIN_CONFIG", {}).get(name, {}))
+
+    def _register_tool(self, fn: Tool | Callable[..., Any]) -> None:
+        if not isinstance(fn, Tool):
+            raise StartupError(f"register_tools: {fn!r} is not a tool; decorate it with @hostcore.tool")
+        if fn.name in self.tools:
+            raise StartupError(
+                f"two plugins register a tool named {fn.name!r} ({self.tools[fn.name].fn.__module__} and "
+                f"{fn.fn.__module__}); rename one (@tool(name=...)) or remove a plugin from PLUGINS"
+            )
+        self.tools[fn.name] = fn
+
+    def _make_storage(self) -> Storage:
+        name = self.config["STORAGE"]
+        cls = self.storage_backends.get(name)
+        if cls is None:
+            known = ", ".join(sorted(self.storage_backends)) or "none"
+            raise StartupError(f"STORAGE: no storage backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
+        settings = self.plugin_config(name)
+        return cls(self.instance_path / settings.pop("path", "wiki"), settings)
+
+    def _make_search(self) -> SearchBackend | None:
+        name = self.config["SEARCH"]
+        if not name:
+            return None
+        cls = self.search_backends.get(name)
+        if cls is None:
+            known = ", ".join(sorted(self.search_backends)) or "none"
+            raise StartupError(f"SEARCH: no search backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
+        settings = self.plugin_config(name)
+        return cls(self.instance_path / settings.pop("path", "search"), settings)
+
+    def start(self) -> None:
+        """Run every plugin's ``startup`` hook (config checks, catch-up)."""
+        self.pm.hook.startup(host=self)
+
+    def wiki(self, principal: Principal) -> Any:
+        """The service layer bound to ``principal``."""
+        from .wiki import Wiki
+
+        return Wiki(self, principal)
+
+    def notify(self, event: str, **kwargs: Any) -> None:
+        """Call an event hook; a failing listener is logged and never fails the change."""
+        try:
+            getattr(self.pm.hook, event)(host=self, **kwargs)
+        except Exception:
+            log.exception("a %s listener failed; the change itself is stored", event)
+
+    def close(self) -> None:
+        self.storage.close()
+        if self.search is not None:
+            self.search.close()

@@ -1,0 +1,181 @@
+"""Personal access tokens: ``Authorization: Bearer hc_...``.
+
+A token has a name, scopes (read, write, admin; each implies the ones before it) and optionally a
+list of namespaces it is limited to. Only its SHA-256 is stored, in ``<instance>/auth.sqlite``; the
+token itself is shown once, when created. Tokens are high-entropy random strings, so a fast hash
+is the right one (a slow password hash would only slow every request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hostcore import NotFound, Principal, Unauthorized, ValidationError, check_namespace, hookimpl
+
+PREFIX = "hc_"
+SCOPES = ("read", "write", "admin")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tokens (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    digest TEXT NOT NULL UNIQUE,
+    scopes TEXT NOT NULL,
+    namespaces TEXT,
+    created REAL NOT NULL,
+    last_used REAL,
+    revoked REAL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS tokens_active_name ON tokens(name) WHERE revoked IS NULL;
+"""
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenStore:
+    """Tokens in SQLite; one connection per thread, safe across processes (WAL)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        with self._db() as db:
+            db.executescript(_SCHEMA)
+
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA busy_timeout=30000")
+            self._local.db = db
+        return db
+
+    def create(self, name: str, scopes: list[str], namespaces: list[str] | None = None) -> str:
+        """Create a token and return it; it cannot be shown again. Raises ValidationError."""
+        if not name.strip():
+            raise ValidationError("give the token a name, e.g. --name claude-laptop", field="name")
+        bad = [s for s in scopes if s not in SCOPES]
+        if not scopes or bad:
+            raise ValidationError(f"use one or more of {', '.join(SCOPES)} (got {', '.join(bad) or 'none'})", field="scope")
+        for ns in namespaces or []:
+            check_namespace(ns, "namespace")
+        token = PREFIX + secrets.token_urlsafe(32)
+        try:
+            self._db().execute(
+                "INSERT INTO tokens (name, digest, scopes, namespaces, created) VALUES (?, ?, ?, ?, ?)",
+                (name, digest(token), " ".join(sorted(set(scopes))), " ".join(namespaces) if namespaces else None, time.time()),
+            )
+        except sqlite3.IntegrityError:
+            raise ValidationError(f"an active token named {name!r} exists; pick another name or revoke it", field="name") from None
+        return token
+
+    def list(self) -> list[dict[str, Any]]:
+        rows = self._db().execute(
+            "SELECT id, name, scopes, namespaces, created, last_used FROM tokens WHERE revoked IS NULL ORDER BY id"
+        )
+        return [
+            {"id": r[0], "name": r[1], "scopes": r[2].split(), "namespaces": r[3].split() if r[3] else None,
+             "created": r[4], "last_used": r[5]}
+            for r in rows
+        ]  # fmt: skip
+
+    def revoke(self, name_or_id: str) -> None:
+        """Revoke the active token with this name or id. Raises NotFound."""
+        cur = self._db().execute(
+            "UPDATE tokens SET revoked = ? WHERE revoked IS NULL AND (name = ? OR CAST(id AS TEXT) = ?)",
+            (time.time(), name_or_id, name_or_id),
+        )
+        if cur.rowcount == 0:
+            raise NotFound(f"no active token named {name_or_id!r}; `hostcore token list` shows them", field="token")
+
+    def verify(self, token: str) -> Principal | None:
+        row = self._db().execute(
+            "SELECT id, name, scopes, namespaces, last_used FROM tokens WHERE digest = ? AND revoked IS NULL",
+            (digest(token),),
+        ).fetchone()
+        if row is None:
+            return None
+        now = time.time()
+        if row[4] is None or now - row[4] > 60:
+            self._db().execute("UPDATE tokens SET last_used = ? WHERE id = ?", (now, row[0]))
+        return Principal(
+            name=row[1], scopes=frozenset(row[2].split()), namespaces=frozenset(row[3].split()) if row[3] else None
+        )
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+
+def store(host: Any) -> TokenStore:
+    if "tokens" not in host.state:
+        host.state["tokens"] = TokenStore(host.instance_path / "auth.sqlite")
+    return host.state["tokens"]
+
+
+@hookimpl
+def startup(host: Any) -> None:
+    store(host)
+
+
+@hookimpl
+def authenticate(request: Any, host: Any) -> Principal | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.startswith(PREFIX):
+        return None
+    principal = store(host).verify(token.strip())
+    if principal is None:
+        raise Unauthorized("the token is unknown or revoked; create one with `hostcore token create`")
+    return principal
+
+
+@hookimpl
+def instance_created(host: Any) -> str | None:
+    token = store(host).create("admin", ["admin"])
+    return f"First admin token (shown once; keep it safe): {token}"
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    @cli.group("token")
+    def token_group() -> None:
+        """Create, list and revoke personal access tokens."""
+
+    @token_group.command("create")
+    @click.option("--name", required=True, help="a name you will recognise, e.g. claude-laptop")
+    @click.option("--scope", "scopes", multiple=True, required=True, type=click.Choice(SCOPES), help="repeat for several")
+    @click.option("--namespace", "namespaces", multiple=True, help="limit the token to this namespace; repeat")
+    @click.pass_obj
+    def create(obj: Any, name: str, scopes: tuple[str, ...], namespaces: tuple[str, ...]) -> None:
+        """Create a token and print it (only the token, on stdout)."""
+        click.echo(store(obj.host()).create(name, list(scopes), list(namespaces) or None))
+
+    @token_group.command("list")
+    @click.pass_obj
+    def list_(obj: Any) -> None:
+        """List active tokens (never the tokens themselves)."""
+        for t in store(obj.host()).list():
+            limit = ",".join(t["namespaces"]) if t["namespaces"] else "all namespaces"
+            used = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["last_used"])) if t["last_used"] else "never"
+            click.echo(f"{t['id']}\t{t['name']}\t{' '.join(t['scopes'])}\t{limit}\tlast used {used}")
+
+    @token_group.command("revoke")
+    @click.argument("token")
+    @click.pass_obj
+    def revoke(obj: Any, token: str) -> None:
+        """Revoke the token with this name or id."""
+        store(obj.host()).revoke(token)
+        click.echo(f"revoked {token}")
+
