@@ -1,0 +1,96 @@
+import pytest
+
+from hostcore import ConfigError, StartupError, create_app, hookimpl, tool
+from hostcore.config import env_overrides, load_config
+
+
+def test_file_env_and_secrets(tmp_path, monkeypatch):
+    (tmp_path / "hostcore.toml").write_text(
+        'PLUGINS = ["fs"]\nTITLE = "From file"\n[PLUGIN_CONFIG.fs]\npath = "data"\nsecret = {"$env" = "HC_TEST_SECRET"}\n'
+    )
+    monkeypatch.setenv("HC_TEST_SECRET", "s3cret")
+    monkeypatch.setenv("HOSTCORE_TITLE", "From env")
+    monkeypatch.setenv("HOSTCORE_PLUGIN_CONFIG__FS__PATH", "pages")
+    monkeypatch.setenv("HOSTCORE_MAX_REQUEST_BYTES", "4194304")
+    config = load_config(tmp_path)
+    assert config["TITLE"] == "From env"
+    assert config["MAX_REQUEST_BYTES"] == 4194304
+    assert config["PLUGIN_CONFIG"]["fs"] == {"path": "pages", "secret": "s3cret"}
+
+
+def test_missing_secret_names_variable(tmp_path):
+    (tmp_path / "hostcore.toml").write_text('PLUGINS = ["fs"]\n[PLUGIN_CONFIG.fs]\nkey = {"$env" = "HC_NOT_SET_X"}\n')
+    with pytest.raises(ConfigError, match="PLUGIN_CONFIG.fs.key: environment variable HC_NOT_SET_X is not set"):
+        load_config(tmp_path, environ={})
+
+
+def test_every_problem_is_named(tmp_path):
+    (tmp_path / "hostcore.toml").write_text(
+        'PLUGINS = "fs"\nPUBLIC_URL = "wiki.example"\nBOGUS = 1\nMAX_REQUEST_BYTES = 10\n'
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path, environ={})
+    message = str(err.value)
+    for fragment in ("PLUGINS: expected list", "PUBLIC_URL", "BOGUS: unknown setting", "MAX_REQUEST_BYTES"):
+        assert fragment in message
+
+
+def test_env_nesting():
+    assert env_overrides({"HOSTCORE_PLUGINS": '["git"]', "HOSTCORE_PLUGIN_CONFIG__GIT__REMOTE": "/x", "OTHER": "1"}) == {
+        "PLUGINS": ["git"],
+        "PLUGIN_CONFIG": {"git": {"remote": "/x"}},
+    }
+
+
+def test_unknown_plugin_stops_startup(tmp_path):
+    with pytest.raises(StartupError, match="no plugin named 'gti' is installed"):
+        create_app({"PLUGINS": ["gti"]}, instance_path=tmp_path)
+
+
+def test_misspelled_hook_stops_startup(tmp_path):
+    class Typo:
+        @hookimpl
+        def register_tool(self, register, host):  # missing "s"
+            pass
+
+    with pytest.raises(StartupError, match="register_tool.*check the spelling"):
+        create_app({"PLUGINS": ["fs"]}, instance_path=tmp_path, plugins=[Typo()])
+
+
+def test_duplicate_tool_stops_startup(tmp_path):
+    @tool(read_only=True, name="read_page")
+    def clash(slug: str) -> dict:
+        """A second read_page."""
+        return {}
+
+    class Dup:
+        @hookimpl
+        def register_tools(self, register, host):
+            register(clash)
+
+    with pytest.raises(StartupError, match="two plugins register a tool named 'read_page'"):
+        create_app({"PLUGINS": ["fs"]}, instance_path=tmp_path, plugins=[Dup()])
+
+
+def test_duplicate_storage_backend_stops_startup(tmp_path):
+    from hostcore_fs import FileStorage
+
+    class Again:
+        @hookimpl
+        def register_storage_backends(self, register):
+            register(FileStorage)
+
+    with pytest.raises(StartupError, match="storage backend named 'fs'"):
+        create_app({"PLUGINS": ["fs"]}, instance_path=tmp_path, plugins=[Again()])
+
+
+def test_unknown_storage_names_loaded_ones(tmp_path):
+    with pytest.raises(StartupError, match="STORAGE: no storage backend named 's3'.*loaded: fs"):
+        create_app({"PLUGINS": ["fs"], "STORAGE": "s3"}, instance_path=tmp_path)
+
+
+def test_nothing_loads_merely_because_installed(tmp_path):
+    app = create_app({"PLUGINS": ["fs"]}, instance_path=tmp_path)
+    host = app.extensions["hostcore"]
+    assert not host.pm.has_plugin("tokens")
+    assert host.pm.hook.authenticate(request=None, host=host) is None
