@@ -217,6 +217,22 @@ def plugins_(obj: CliContext) -> None:
         click.echo(f"{p['name']}\t{p['distribution']}{version}\t{', '.join(p['hooks'])}")
 
 
+@main.command("tools")
+@instance_option
+@click.option("--markdown", is_flag=True, help="print the full reference as Markdown")
+@click.pass_obj
+def tools_(obj: CliContext, markdown: bool) -> None:
+    """List the instance's MCP tools (with --markdown: the tool reference)."""
+    from .reference import render
+
+    host = build_host(obj.instance, start=False)
+    if markdown:
+        click.echo(render(host.tools.values()), nl=False)
+        return
+    for t in host.tools.values():
+        click.echo(f"{t.name}\t{t.scope}\t{t.title}")
+
+
 @main.command()
 @instance_option
 @click.pass_obj

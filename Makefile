@@ -1,0 +1,40 @@
+# hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
+# Both install what they need into .venv (Python) and .tools (Node 22 + the MCP conformance suite).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PLUGINS := $(sort $(dir $(wildcard plugins/*/setup.cfg)))
+INSTANCE ?= instance
+BIND ?= 127.0.0.1:8080
+WORKERS ?= 2
+CONFORMANCE_VERSION := 0.1.16
+
+.PHONY: install serve test tools bench clean
+
+$(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]' $(addprefix -e ,$(PLUGINS))
+	touch $@
+
+install: $(BIN)/.installed
+
+.tools/.installed:
+	npm install --silent --no-audit --no-fund --prefix .tools node@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+	touch $@
+
+tools: .tools/.installed
+
+serve: install
+	$(BIN)/hostcore --instance $(INSTANCE) init
+	$(BIN)/hostcore --instance $(INSTANCE) serve --bind $(BIND) --workers $(WORKERS)
+
+test: install tools
+	$(BIN)/python -m pytest
+
+bench: install
+	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .tools
