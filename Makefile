@@ -1,5 +1,6 @@
 # hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
-# Both install what they need into .venv (Python) and .tools (Node 22 + the MCP conformance suite).
+# Both install what they need into .venv (Python) and .tools (Node 22 + the MCP conformance suite,
+# pinned in tests/conformance/package-lock.json).
 
 PYTHON ?= python3
 VENV := .venv
@@ -8,7 +9,6 @@ PLUGINS := $(sort $(dir $(wildcard plugins/*/setup.cfg)))
 INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
-CONFORMANCE_VERSION := 0.1.16
 
 .PHONY: install serve test tools bench clean
 
@@ -20,11 +20,8 @@ $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 
 install: $(BIN)/.installed
 
-.tools/.installed:
-	npm install --silent --no-audit --no-fund --prefix .tools node@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
-	touch $@
-
-tools: .tools/.installed
+tools:
+	tests/conformance/run.sh --install
 
 serve: install
 	$(BIN)/hostcore --instance $(INSTANCE) init

@@ -20,6 +20,8 @@ from .errors import (
 from .hookspecs import hookimpl
 from .locks import FileLock
 from .pages import Page, check_namespace, check_slug, wiki_links
+from .query import And, Not, Or, Phrase, QueryNode, Tag, Term, parse_query, positive_leaves
+from .resources import prompt, resource
 from .search import SearchBackend, SearchDoc, SearchHit, SearchResults
 from .storage import ANY, Change, Delete, Operation, Put, Revision, Storage, blob_hash, check_path
 from .tools import Tool, tool
@@ -37,6 +39,7 @@ def create_app(*args, **kwargs):  # noqa: ANN002, ANN003 - thin lazy wrapper kee
 __all__ = [
     "ANY",
     "SYSTEM",
+    "And",
     "Change",
     "ConfigError",
     "Conflict",
@@ -45,11 +48,15 @@ __all__ = [
     "Forbidden",
     "HostcoreError",
     "InsufficientScope",
+    "Not",
     "NotFound",
     "Operation",
+    "Or",
     "Page",
+    "Phrase",
     "Principal",
     "Put",
+    "QueryNode",
     "RateLimited",
     "Revision",
     "SearchBackend",
@@ -58,6 +65,8 @@ __all__ = [
     "SearchResults",
     "StartupError",
     "Storage",
+    "Tag",
+    "Term",
     "Tool",
     "TooLarge",
     "Unauthorized",
@@ -69,6 +78,10 @@ __all__ = [
     "check_slug",
     "create_app",
     "hookimpl",
+    "parse_query",
+    "positive_leaves",
+    "prompt",
+    "resource",
     "tool",
     "wiki_links",
     "__version__",

@@ -87,15 +87,17 @@ class HostcoreGroup(click.Group):
     """Loads plugin commands for the instance named on the command line before resolving it."""
 
     _loaded: Path | None = None
+    _load_error: HostcoreError | None = None
 
     def _load_plugin_commands(self, instance: Path) -> None:
         if self._loaded == instance or not (instance / CONFIG_FILE).exists():
             return
-        self._loaded = instance
+        self._loaded, self._load_error = instance, None
         try:
             pm = make_plugin_manager(load_config(instance)["PLUGINS"])
-        except HostcoreError:
-            return  # `hostcore check` reports it
+        except HostcoreError as exc:
+            self._load_error = exc  # built-in commands still work; `hostcore check` explains
+            return
         pm.hook.register_commands(cli=self)
         for command in self.commands.values():
             _add_instance_option(command)
@@ -107,6 +109,12 @@ class HostcoreGroup(click.Group):
             ctx.obj.instance = instance_folder(named)
         self._load_plugin_commands(ctx.obj.instance)
         return super().resolve_command(ctx, args)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and self._load_error is not None:
+            raise click.ClickException(f"{cmd_name!r} may come from a plugin that did not load: {self._load_error}")
+        return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._load_plugin_commands(ctx.ensure_object(CliContext).instance)

@@ -32,6 +32,16 @@ def register_tools(register: Callable[..., Any], host: Host) -> None:
 
 
 @hookspec
+def register_resources(register: Callable[..., Any], host: Host) -> None:
+    """Contribute MCP resources: ``register(r)`` for each object made with ``@hostcore.resource``."""
+
+
+@hookspec
+def register_prompts(register: Callable[..., Any], host: Host) -> None:
+    """Contribute MCP prompts: ``register(p)`` for each object made with ``@hostcore.prompt``."""
+
+
+@hookspec
 def register_storage_backends(register: Callable[[type], None]) -> None:
     """Contribute storage backends: ``register(cls)`` for each ``Storage`` subclass (by its ``name``)."""
 

@@ -15,6 +15,7 @@ import pluggy
 
 from .auth import Principal
 from .errors import StartupError
+from .resources import Prompt, Resource
 from .search import SearchBackend
 from .storage import Storage
 from .tools import Tool
@@ -49,9 +50,13 @@ class Host:
         self.search_backends: dict[str, type[SearchBackend]] = {}
         pm.hook.register_storage_backends(register=_registry("storage", Storage, self.storage_backends))
         pm.hook.register_search_backends(register=_registry("search", SearchBackend, self.search_backends))
-        pm.hook.register_tools(register=self._register_tool, host=self)
         self.storage = self._make_storage()
         self.search = self._make_search()
+        self.resources: dict[str, Resource] = {}
+        self.prompts: dict[str, Prompt] = {}
+        pm.hook.register_tools(register=self._register_tool, host=self)
+        pm.hook.register_resources(register=self._named("resource", Resource, self.resources, "uri"), host=self)
+        pm.hook.register_prompts(register=self._named("prompt", Prompt, self.prompts, "name"), host=self)
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         return dict(self.config.get("PLUGIN_CONFIG", {}).get(name, {}))
@@ -65,6 +70,17 @@ class Host:
                 f"{fn.fn.__module__}); rename one (@tool(name=...)) or remove a plugin from PLUGINS"
             )
         self.tools[fn.name] = fn
+
+    @staticmethod
+    def _named(kind: str, cls: type, table: dict[str, Any], key: str) -> Callable[[Any], None]:
+        def register(obj: Any) -> None:
+            if not isinstance(obj, cls):
+                raise StartupError(f"register_{kind}s: {obj!r} is not a {kind}; decorate it with @hostcore.{kind}")
+            if getattr(obj, key) in table:
+                raise StartupError(f"two plugins register a {kind} {getattr(obj, key)!r}; remove one from PLUGINS")
+            table[getattr(obj, key)] = obj
+
+        return register
 
     def _make_storage(self) -> Storage:
         name = self.config["STORAGE"]

@@ -11,8 +11,10 @@ hand and held open by a task we keep a reference to).
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import functools
+import inspect
 import json
 import logging
 import os
@@ -27,10 +29,12 @@ from a2wsgi import ASGIMiddleware
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 
 from . import __version__
 from .auth import Principal
 from .errors import HostcoreError, InternalError, NotFound
+from .resources import Prompt
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -85,8 +89,8 @@ def error_result(err: HostcoreError) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content={"error": data}, is_error=True)
 
 
-def ok_result(t: Tool, result: Any) -> types.CallToolResult:
-    if isinstance(result, types.CallToolResult):
+def ok_result(t: Tool, result: Any) -> Any:
+    if isinstance(result, (types.CallToolResult, types.InputRequiredResult)):
         return result
     text = json.dumps(result, ensure_ascii=False)
     if t.user_content:
@@ -109,12 +113,29 @@ class McpEndpoint:
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            **self._optional_handlers(host),
         )
         self._definitions = [_tool_definition(t) for t in host.tools.values()]
         self._pid: int | None = None
         self._start_lock = threading.Lock()
         self._wsgi: ASGIMiddleware | None = None
         self._holder: concurrent.futures.Future[None] | None = None
+
+    def _optional_handlers(self, host: Host) -> dict[str, Any]:
+        """Resource, prompt and completion handlers only when plugins contribute them, so the
+        advertised capabilities say what this instance really offers."""
+        handlers: dict[str, Any] = {}
+        if host.resources:
+            handlers.update(
+                on_list_resources=self._list_resources,
+                on_list_resource_templates=self._list_resource_templates,
+                on_read_resource=self._read_resource,
+            )
+        if host.prompts:
+            handlers.update(on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
+        if any(p.completions for p in host.prompts.values()):
+            handlers["on_completion"] = self._complete
+        return handlers
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         if self._pid != os.getpid():
@@ -130,7 +151,9 @@ class McpEndpoint:
             threading.Thread(target=loop.run_forever, name="hostcore-mcp", daemon=True).start()
             manager = StreamableHTTPSessionManager(
                 app=self.server,
-                json_response=True,
+                # Plain JSON answers unless a tool streams notifications (progress, logs), which
+                # then travel as SSE on the same response.
+                json_response=False,
                 stateless=True,
                 # Host and Origin are checked by the Flask view, from hostcore's own settings.
                 security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -152,11 +175,11 @@ class McpEndpoint:
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self._definitions)
 
-    def _principal(self, ctx: Any) -> Principal | None:
+    def _principal(self, ctx: Any) -> Principal:
         environ = ctx.request.scope.get("wsgi_environ", {}) if ctx.request is not None else {}
         principal = environ.get(PRINCIPAL_KEY)
-        if principal is None:
-            return None
+        if principal is None:  # only reachable if the endpoint is mounted without the Flask view
+            raise MCPError(types.INVALID_REQUEST, "not authenticated")
         client = None
         params = getattr(ctx.session, "client_params", None)
         if params is not None and params.client_info is not None:
@@ -164,25 +187,116 @@ class McpEndpoint:
         client = client or environ.get("HTTP_USER_AGENT", "").split(" ")[0] or None
         return replace(principal, client=client)
 
-    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _invoke(self, obj: Any, ctx: Any, principal: Principal, arguments: dict[str, Any]) -> Any:
+        """Check the scope, inject what the function asks for, run it (sync ones in a thread)."""
+        principal.require(obj.scope)
+        available = {"wiki": self.host.wiki(principal), "host": self.host, "principal": principal, "ctx": ctx}
+        kwargs = {**arguments, **{k: v for k, v in available.items() if k in obj.inject}}
+        if inspect.iscoroutinefunction(obj.fn):
+            return await obj.fn(**kwargs)
+        return await anyio.to_thread.run_sync(functools.partial(obj.fn, **kwargs))
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         t = self.host.tools.get(params.name)
         if t is None:
             return error_result(NotFound(f"no tool named {params.name!r}; tools/list shows the tools", field="name"))
-        principal = self._principal(ctx)
-        if principal is None:
-            return error_result(HostcoreError("not authenticated"))
         try:
-            principal.require(t.scope)
-            arguments = t.parse(params.arguments)
-            kwargs = t.bind(arguments, wiki=self.host.wiki(principal), host=self.host, principal=principal, ctx=ctx)
-            if t.is_async:
-                result = await t.fn(**kwargs)
-            else:
-                result = await anyio.to_thread.run_sync(functools.partial(t.fn, **kwargs))
+            principal = self._principal(ctx)
+            principal.require(t.scope)  # before parsing: a caller without the scope learns nothing more
+            result = await self._invoke(t, ctx, principal, t.parse(params.arguments))
         except HostcoreError as err:
             return error_result(err)
+        except MCPError:
+            raise
         except Exception:
             ref = uuid.uuid4().hex[:12]
             log.exception("tool %s failed (ref %s)", t.name, ref)
             return error_result(InternalError(f"internal error in {t.name}; the server log has the details under reference {ref}"))
         return ok_result(t, result)
+
+    # --- resources and prompts contributed by plugins -------------------------------------
+
+    async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description or None, mime_type=r.mime_type)
+                for r in self.host.resources.values()
+                if not r.is_template
+            ]
+        )
+
+    async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=r.uri, name=r.name, title=r.title, description=r.description or None, mime_type=r.mime_type
+                )
+                for r in self.host.resources.values()
+                if r.is_template
+            ]
+        )
+
+    async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        for r in self.host.resources.values():
+            args = r.match(uri)
+            if args is None:
+                continue
+            try:
+                value = await self._invoke(r, ctx, self._principal(ctx), args)
+            except HostcoreError as err:
+                raise MCPError(types.INVALID_PARAMS, str(err), data={"uri": uri, "code": err.code}) from None
+            if isinstance(value, types.ReadResourceResult):
+                return value
+            if isinstance(value, bytes):
+                contents: Any = types.BlobResourceContents(
+                    uri=uri, mime_type=r.mime_type, blob=base64.b64encode(value).decode()
+                )
+            else:
+                contents = types.TextResourceContents(uri=uri, mime_type=r.mime_type, text=str(value))
+            return types.ReadResourceResult(contents=[contents])
+        raise MCPError(types.INVALID_PARAMS, f"Resource not found: {uri}", data={"uri": uri})
+
+    def _prompt(self, name: str) -> Prompt:
+        p = self.host.prompts.get(name)
+        if p is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {name}; prompts/list shows the prompts")
+        return p
+
+    async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=p.name, title=p.title, description=p.description or None,
+                    arguments=[types.PromptArgument(name=a.name, description=a.description or None, required=a.required)
+                               for a in p.arguments],
+                )  # fmt: skip
+                for p in self.host.prompts.values()
+            ]
+        )
+
+    async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> Any:
+        p = self._prompt(params.name)
+        arguments = dict(params.arguments or {})
+        missing = [a.name for a in p.arguments if a.required and a.name not in arguments]
+        unknown = set(arguments) - {a.name for a in p.arguments}
+        if missing or unknown:
+            raise MCPError(types.INVALID_PARAMS, f"prompt {p.name}: missing {missing or 'none'}, unknown {sorted(unknown) or 'none'}")
+        try:
+            value = await self._invoke(p, ctx, self._principal(ctx), arguments)
+        except HostcoreError as err:
+            raise MCPError(types.INVALID_PARAMS, str(err)) from None
+        if isinstance(value, (types.GetPromptResult, types.InputRequiredResult)):
+            return value
+        if isinstance(value, str):
+            value = [types.PromptMessage(role="user", content=types.TextContent(text=value))]
+        return types.GetPromptResult(description=p.description or None, messages=list(value))
+
+    async def _complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        values: list[str] = []
+        ref = params.ref
+        if getattr(ref, "type", None) == "ref/prompt" and ref.name in self.host.prompts:
+            complete = self.host.prompts[ref.name].completions.get(params.argument.name)
+            if complete is not None:
+                values = list(complete(params.argument.value))[:100]
+        return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))

@@ -8,6 +8,7 @@ the core uses the same hooks a third-party plugin does. Installed plugins load o
 from __future__ import annotations
 
 from collections.abc import Iterable
+import importlib
 from importlib import metadata
 from typing import Any
 
@@ -28,7 +29,9 @@ def installed_plugins() -> dict[str, metadata.EntryPoint]:
 def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = ()) -> pluggy.PluginManager:
     """A PluginManager with the defaults, the named installed plugins and ``extra`` objects.
 
-    Raises StartupError for an unknown plugin name or a hook implementation that matches no hook.
+    A name with a dot is imported as a module (an unpackaged plugin); other names are looked up
+    among installed entry points. Raises StartupError for an unknown plugin name or a hook
+    implementation that matches no hook.
     """
     pm = pluggy.PluginManager("hostcore")
     pm.add_hookspecs(hookspecs)
@@ -38,6 +41,13 @@ def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = ()) -> plug
     for name in names:
         if pm.has_plugin(name):
             raise StartupError(f"PLUGINS: {name!r} is listed twice; list each plugin once")
+        if "." in name:  # a module path: a plugin that is not packaged (site code, tests)
+            try:
+                module = importlib.import_module(name)
+            except ImportError as exc:
+                raise StartupError(f"PLUGINS: cannot import {name!r} ({exc}); check the module path and PYTHONPATH") from None
+            pm.register(module, name=name)
+            continue
         entry = available.get(name)
         if entry is None:
             known = ", ".join(sorted(available)) or "none"

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
+import mcp_types
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
@@ -103,7 +104,7 @@ def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], fr
 
 def _output_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
     ret = get_type_hints(fn, include_extras=True).get("return")
-    if ret is None or ret is dict or ret is Any:
+    if ret is None or ret is dict or ret is Any or (isinstance(ret, type) and issubclass(ret, mcp_types.Result)):
         return None
     try:
         schema = TypeAdapter(ret).json_schema()

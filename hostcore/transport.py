@@ -104,6 +104,10 @@ def mcp_endpoint() -> Any:
     principal = authenticate(host)
     if isinstance(principal, Response):
         return principal
+    if request.method != "POST":
+        # Stateless: no session to delete and no standalone stream that anything could reach, so
+        # say so instead of holding a worker thread open on an idle SSE stream.
+        return _json_error(405, "this endpoint is stateless: send requests with POST", {"Allow": "POST"})
     request.environ[PRINCIPAL_KEY] = principal
     return current_app.extensions["hostcore.mcp"]
 

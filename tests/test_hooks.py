@@ -95,3 +95,74 @@ def test_instance_created_lines_are_shown(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["--instance", str(tmp_path / "fresh"), "init"])
     assert result.exit_code == 0, result.output
     assert "first run of fresh\n" in result.stdout and "First admin token" in result.stdout
+
+
+def mcp_post(client, method, params, token="test-good"):
+    """One JSON-RPC request to /_/mcp at 2025-11-25 (stateless); returns the decoded message."""
+    import json
+
+    response = client.post(
+        "/_/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+            "Authorization": f"Bearer {token}",
+        },
+    )
+    assert response.status_code == 200, response.data
+    text = response.get_data(as_text=True)
+    data = text.split("data: ", 1)[1] if text.startswith("event:") else text
+    return json.loads(data)
+
+
+class PagesAsResources:
+    from hostcore import prompt, resource
+
+    @staticmethod
+    @resource("page://{namespace}/{name}", mime_type="text/markdown")
+    def page_resource(namespace: str, name: str, *, wiki):
+        """A page's Markdown body."""
+        return wiki.page(f"{namespace}/{name}").body
+
+    @staticmethod
+    @prompt(complete={"slug": lambda prefix: [s for s in ("notes/a", "notes/b") if s.startswith(prefix)]})
+    def summarise(slug: str, *, wiki):
+        """Ask for a summary of one page."""
+        return f"Summarise this page:\n\n{wiki.page(slug).body}"
+
+    @hookimpl
+    def register_resources(self, register, host):
+        register(self.page_resource)
+
+    @hookimpl
+    def register_prompts(self, register, host):
+        register(self.summarise)
+
+
+def test_resources_and_prompts_go_through_the_service_layer(tmp_path):
+    from hostcore.auth import SYSTEM
+
+    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Recorder(), PagesAsResources()])
+    wiki = app.extensions["hostcore"].wiki(SYSTEM)
+    wiki.save_namespace("notes")
+    wiki.save_page("notes/a", body="alpha body")
+    client = app.test_client()
+
+    templates = mcp_post(client, "resources/templates/list", {})["result"]["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == ["page://{namespace}/{name}"]
+    read = mcp_post(client, "resources/read", {"uri": "page://notes/a"})["result"]["contents"][0]
+    assert (read["text"], read["mimeType"]) == ("alpha body", "text/markdown")
+    missing = mcp_post(client, "resources/read", {"uri": "page://notes/zzz"})["error"]
+    assert missing["data"]["code"] == "not_found" and "no page 'notes/zzz'" in missing["message"]
+    unknown = mcp_post(client, "resources/read", {"uri": "other://x"})["error"]
+    assert unknown["data"] == {"uri": "other://x"}
+
+    prompts = mcp_post(client, "prompts/list", {})["result"]["prompts"]
+    assert prompts[0]["name"] == "summarise" and prompts[0]["arguments"][0] == {"name": "slug", "required": True}
+    got = mcp_post(client, "prompts/get", {"name": "summarise", "arguments": {"slug": "notes/a"}})["result"]
+    assert got["messages"][0]["content"]["text"] == "Summarise this page:\n\nalpha body"
+    completion = mcp_post(
+        client, "completion/complete", {"ref": {"type": "ref/prompt", "name": "summarise"}, "argument": {"name": "slug", "value": "notes/"}}
+    )["result"]["completion"]
+    assert completion["values"] == ["notes/a", "notes/b"]

@@ -1,0 +1,171 @@
+"""The history index: which commits changed which paths, kept in a SQLite file.
+
+``git log -- path`` walks the whole log on every call; this index answers one path's history with
+one indexed query. Commits are numbered (``seq``) in the order they joined the branch, so newest
+first is ``seq`` descending. Hostcore appends each of its own commits in the locked section that
+moved the branch; commits made outside hostcore (a ``git push`` into the repository, a commit by
+hand) are caught up by walking from the last indexed commit to the branch head. When the branch
+was rewritten so that the last indexed commit is no longer an ancestor of the head, the index is
+rebuilt from the whole log. The file is derived data: deleting it only costs one rebuild.
+
+Every method that writes must be called under the storage's write lock.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import SortMode
+
+from hostcore import Revision
+
+from .trees import changed
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS commits (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, author TEXT NOT NULL,
+    time INTEGER NOT NULL, message TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (
+    path TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (path, seq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
+"""
+
+class HistoryIndex:
+    """The per-path history of one branch, stored in ``file``."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = Path(file)
+        self._guard = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def _db(self) -> sqlite3.Connection:
+        # A connection must not cross a fork: a child process opens its own.
+        if self._conn is None or self._pid != os.getpid():
+            conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def close(self) -> None:
+        """Close this process's connection."""
+        with self._guard:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def head(self) -> str | None:
+        """The id of the newest indexed commit, or None when the index is empty."""
+        with self._guard:
+            row = self._db().execute("SELECT id FROM commits ORDER BY seq DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def sync(
+        self,
+        repo: pygit2.Repository,
+        head: pygit2.Oid | None,
+        *,
+        parent: pygit2.Oid | None = None,
+        paths: Sequence[str] | None = None,
+    ) -> None:
+        """Bring the index up to ``head`` (None: an unborn branch, so the index empties).
+
+        ``parent`` and ``paths``: what the caller knows about ``head`` (its first parent and the
+        paths it changed), which spares a tree diff when the index stands at ``parent``.
+        """
+        last = self.head()
+        if last == (str(head) if head is not None else None):
+            return
+        # One transaction, so a process killed while catching up leaves the index as it was.
+        with self._transaction() as db:
+            if head is None:
+                _clear(db)
+            elif paths is not None and last == (str(parent) if parent else None):
+                _insert(db, repo[head], paths)
+            else:
+                if last is not None and not _is_ancestor(repo, last, head):
+                    _clear(db)
+                    last = None
+                walker = repo.walk(head, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+                if last is not None:
+                    walker.hide(last)
+                for commit in walker:
+                    _insert(db, commit, changed_paths(commit))
+
+    def revisions(self, path: str | None, offset: int, limit: int) -> list[Revision]:
+        """Indexed revisions newest first, only those changing ``path`` when given."""
+        with self._guard:
+            db = self._db()
+            if path is None:
+                rows = db.execute(
+                    "SELECT seq, id, author, time, message FROM commits ORDER BY seq DESC LIMIT ? OFFSET ?",
+                    (limit, offset),
+                ).fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT c.seq, c.id, c.author, c.time, c.message FROM changes p JOIN commits c USING (seq)"
+                    " WHERE p.path = ? ORDER BY p.seq DESC LIMIT ? OFFSET ?",
+                    (path, limit, offset),
+                ).fetchall()
+            paths: dict[int, list[str]] = {}
+            if rows:
+                marks = ",".join("?" * len(rows))
+                query = f"SELECT seq, path FROM changes WHERE seq IN ({marks}) ORDER BY path"  # only "?" marks are formatted in
+                for seq, changed in db.execute(query, [row[0] for row in rows]):
+                    paths.setdefault(seq, []).append(changed)
+        return [
+            Revision(
+                id=id_,
+                author=author,
+                time=datetime.fromtimestamp(time, UTC),
+                message=message,
+                paths=tuple(paths.get(seq, ())),
+            )
+            for seq, id_, author, time, message in rows
+        ]
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._guard:
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+
+def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str]) -> None:
+    seq = db.execute(
+        "INSERT INTO commits (id, author, time, message) VALUES (?, ?, ?, ?)",
+        (str(commit.id), commit.author.name, commit.author.time, commit.message.rstrip("\n")),
+    ).lastrowid
+    db.executemany("INSERT INTO changes (path, seq) VALUES (?, ?)", [(path, seq) for path in paths])
+
+
+def _clear(db: sqlite3.Connection) -> None:
+    db.execute("DELETE FROM changes")
+    db.execute("DELETE FROM commits")
+
+
+def changed_paths(commit: pygit2.Commit) -> list[str]:
+    """The files ``commit`` changed against its first parent (all of them for a root commit)."""
+    return sorted(changed(commit.parents[0].tree if commit.parents else None, commit.tree))
+
+
+def _is_ancestor(repo: pygit2.Repository, ancestor: str, head: pygit2.Oid) -> bool:
+    try:
+        return repo.descendant_of(head, pygit2.Oid(hex=ancestor))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False

@@ -1,0 +1,337 @@
+"""Git storage: every change is one commit on the branch of a bare repository at ``root``.
+
+The repository is bare: there is no working tree or index to keep in step, commits are built at
+the object level, and operators clone it, pull from it and push into it with ordinary git (a push
+into a non-bare repository's checked-out branch is refused by git). Next to git's own files the
+folder holds hostcore's: ``hostcore.lock`` (the write lock), ``hostcore-history.sqlite`` (the
+history index, see :mod:`hostcore_git.history`) and, with a remote, ``hostcore-push.json``. Git
+ignores them and never clones or pushes them.
+
+A write runs in two steps. Blobs are written first, outside any lock (they are content-addressed,
+so an unused one is harmless garbage). Then, under an inter-process file lock: the branch head is
+resolved, every expectation is checked against its tree, the new tree is built along the changed
+paths only, the commit object is written, and the branch moves to it with compare-and-swap (only
+if it still points at the parent). Objects are always complete before the ref moves, so a process
+killed at any point leaves the page as it was before or after. A ref lock file left by a killed
+process is removed once it is older than any live git process would hold it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pygit2
+from pygit2.enums import RepositoryOpenFlag
+
+from hostcore import (
+    ANY,
+    Change,
+    ConfigError,
+    Conflict,
+    Delete,
+    FileLock,
+    NotFound,
+    Operation,
+    Put,
+    Revision,
+    Storage,
+    Unavailable,
+    ValidationError,
+    check_path,
+)
+
+from .history import HistoryIndex
+from .remote import Pusher
+from .trees import blob_id, build, check_writable, entry_at, walk
+
+log = logging.getLogger(__name__)
+
+# A live git process holds a ref lock for milliseconds; one this old was left by a killed process.
+STALE_REF_LOCK = 5.0
+_REF_LOCK_WAIT = 2 * STALE_REF_LOCK
+# Compare-and-swap retries when a push from outside moves the branch between check and update.
+_CAS_ATTEMPTS = 5
+_UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
+
+
+class GitStorage(Storage):
+    """A bare git repository at ``root``; each :meth:`apply` that changes content is one commit.
+
+    Config (``PLUGIN_CONFIG.git``): ``remote``, a URL or path to push the branch to after each
+    commit (in the background, see :meth:`push_status`); ``fsync`` (default true), flush git
+    objects and refs to disk so a power cut loses no acknowledged save (a libgit2 setting, so it
+    applies to the whole process).
+    """
+
+    name = "git"
+    has_history = True
+
+    def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(root, config)
+        if (self.root / ".git").exists():
+            raise ConfigError(f"{self.root} is a git working tree; the git storage needs a bare repository", field="root")
+        if self.config.get("fsync", True):
+            pygit2.settings.enable_fsync_gitdir(True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(self.root / "hostcore.lock")
+        self._local = threading.local()
+        with self._lock:
+            if not (self.root / "HEAD").is_file():
+                if any(item.name != "hostcore.lock" for item in self.root.iterdir()):
+                    raise ConfigError(f"{self.root} is neither empty nor a git repository; point the git storage at an empty folder or a bare repository", field="root")
+                pygit2.init_repository(str(self.root), bare=True, initial_head="main")
+            repo = self._repo()
+            head_ref = repo.lookup_reference("HEAD")
+            if not isinstance(head_ref.target, str):
+                raise ConfigError(f"HEAD of {self.root} is detached; point it at a branch (git symbolic-ref HEAD refs/heads/main)")
+            self._branch = head_ref.target
+            self._history = HistoryIndex(self.root / "hostcore-history.sqlite")
+            head = self._head(repo)
+            self._history.sync(repo, head)
+        remote = self.config.get("remote")
+        self._pusher = Pusher(self.root, self._branch, str(remote)) if remote else None
+        if self._pusher is not None and head is not None and self._pusher.pushed_commit() != str(head):
+            self._pusher.notify()
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def _repo(self) -> pygit2.Repository:
+        """This thread's repository handle: libgit2 handles must not be shared between threads."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            local.repo = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH)
+            local.pid, local.head, local.tree = os.getpid(), None, None
+        return local.repo
+
+    def _head(self, repo: pygit2.Repository) -> pygit2.Oid | None:
+        """The commit the branch points at now (other processes move it), None while unborn."""
+        try:
+            return repo.references[self._branch].target
+        except KeyError:
+            return None
+
+    def _snapshot(self, repo: pygit2.Repository) -> tuple[pygit2.Oid | None, pygit2.Tree | None]:
+        """The branch head and its tree; the tree is cached for as long as the head stays."""
+        head, local = self._head(repo), self._local
+        if head != local.head:
+            local.head, local.tree = head, (repo[head].tree if head is not None else None)
+        return head, local.tree
+
+    def _blob(self, path: str) -> pygit2.Blob:
+        _, tree = self._snapshot(self._repo())
+        entry = entry_at(tree, check_path(path))
+        if not isinstance(entry, pygit2.Blob):
+            raise NotFound(f"{path} does not exist")
+        return entry
+
+    def read(self, path: str) -> bytes:
+        return self._blob(path).data
+
+    def read_with_hash(self, path: str) -> tuple[bytes, str]:
+        blob = self._blob(path)
+        return blob.data, str(blob.id)
+
+    def hash(self, path: str) -> str | None:
+        _, tree = self._snapshot(self._repo())
+        oid = blob_id(tree, check_path(path))
+        return str(oid) if oid is not None else None
+
+    def list(self, prefix: str = "") -> list[str]:
+        _, tree = self._snapshot(self._repo())
+        return [path for path, _ in walk(tree, check_path(prefix) if prefix else "")]
+
+    def hashes(self, prefix: str = "") -> dict[str, str]:
+        _, tree = self._snapshot(self._repo())
+        return {path: str(oid) for path, oid in walk(tree, check_path(prefix) if prefix else "")}
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
+        """See :meth:`Storage.apply`: one commit when anything changes, none when nothing does.
+
+        Also raises ValidationError when a file would replace a folder (or a folder a file), and
+        Unavailable when pushes from outside keep moving the branch or hold its lock.
+        """
+        for op in ops:
+            check_path(op.path)
+        repo = self._repo()
+        wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
+        signature = _signature(change)
+        message = change.message.rstrip("\n") + "\n"
+        with self._lock:
+            for _ in range(_CAS_ATTEMPTS):
+                parent, tree = self._snapshot(repo)
+                changes = _changes(tree, ops, wanted)
+                if not changes:
+                    break
+                new_tree = build(repo, tree, changes)
+                commit = repo.create_commit(None, signature, signature, message, new_tree, [parent] if parent else [])
+                if self._move_branch(repo, parent, commit):
+                    self._index(repo, commit, parent, sorted(changes))
+                    break
+            else:
+                raise Unavailable("the branch kept moving under pushes from outside; try again")
+        if changes and self._pusher is not None:
+            self._pusher.notify()
+        return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
+
+    def _move_branch(self, repo: pygit2.Repository, parent: pygit2.Oid | None, commit: pygit2.Oid) -> bool:
+        """Point the branch at ``commit`` if it still points at ``parent``; False if it moved.
+
+        Raises Unavailable when a live git process holds the ref lock for too long.
+        """
+        deadline = time.monotonic() + _REF_LOCK_WAIT
+        while True:
+            try:
+                if parent is None:
+                    repo.create_reference_direct(self._branch, commit, False)
+                else:
+                    ref = repo.lookup_reference(self._branch)
+                    if ref.target != parent:
+                        return False
+                    ref.set_target(commit)  # libgit2 compares with the target read above
+                return True
+            except (KeyError, pygit2.GitError):
+                return False
+            except OSError:
+                lock = self.root / f"{self._branch}.lock"
+                if not lock.exists():
+                    raise
+                if not _clear_stale_lock(lock) and time.monotonic() > deadline:
+                    raise Unavailable(f"{self._branch} is locked by another git process; try again") from None
+                time.sleep(0.05)
+
+    def _index(self, repo: pygit2.Repository, commit: pygit2.Oid, parent: pygit2.Oid | None, paths: list[str]) -> None:
+        # The commit has landed, so the save succeeded; an index that lags is caught up later.
+        try:
+            self._history.sync(repo, commit, parent=parent, paths=paths)
+        except sqlite3.Error:
+            log.exception("could not index commit %s; the history index catches up on its next read", commit)
+
+    # --- history ---------------------------------------------------------------------------
+
+    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> list[Revision]:
+        """Commits newest first (only those changing ``path`` when given), from the index.
+
+        Raises ValidationError for a bad path or a negative offset or limit, Unavailable when the
+        index file cannot be read.
+        """
+        if path is not None:
+            check_path(path)
+        if offset < 0 or limit < 0:
+            raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
+        repo = self._repo()
+        head = self._head(repo)
+        try:
+            if (str(head) if head is not None else None) != self._history.head():
+                with self._lock:
+                    self._history.sync(repo, self._head(repo))
+            return self._history.revisions(path, offset, limit)
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+
+    def read_at(self, path: str, revision: str) -> bytes:
+        """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression).
+
+        Raises NotFound when the revision does not exist or holds no file at ``path``.
+        """
+        check_path(path)
+        try:
+            commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
+        entry = entry_at(commit.tree, path)
+        if not isinstance(entry, pygit2.Blob):
+            raise NotFound(f"{path} does not exist at revision {revision}")
+        return entry.data
+
+    def last_revision_with(self, path: str) -> Revision | None:
+        """The newest revision whose tree holds ``path``, or None if none ever did.
+
+        For restoring a deleted page: ``read_at(path, rev.id)`` returns its last content.
+        """
+        repo, offset = self._repo(), 0
+        while batch := self.history(path, offset=offset, limit=20):
+            for revision in batch:
+                if blob_id(repo[revision.id].tree, path) is not None:
+                    return revision
+            offset += len(batch)
+        return None
+
+    # --- remote and lifecycle ----------------------------------------------------------------
+
+    def push_status(self) -> dict[str, Any]:
+        """The last push to the remote, for a health report.
+
+        Keys: ``remote`` (credentials masked; None without a remote), ``ok`` (None before any
+        push), ``commit``, ``time`` (ISO 8601 UTC), ``error``, ``failures`` (in a row), ``pending``.
+        """
+        if self._pusher is None:
+            return {"remote": None, "ok": None, "commit": None, "time": None, "error": None, "failures": 0, "pending": False}
+        status = self._pusher.status()
+        status.pop("pushed", None)
+        return status
+
+    def close(self) -> None:
+        """Finish a pending push (briefly), close the history index and this thread's handle."""
+        if self._pusher is not None:
+            self._pusher.close()
+        self._history.close()
+        local = self._local
+        if getattr(local, "pid", None) == os.getpid():
+            local.repo.free()
+        local.pid = None
+
+
+def _clear_stale_lock(lock: Path) -> bool:
+    """Remove ``lock`` if a killed process left it (it is older than any live one); True if so."""
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < STALE_REF_LOCK:
+        return False
+    log.warning("removing stale ref lock %s (%.0f s old), left by a killed process", lock, age)
+    lock.unlink(missing_ok=True)
+    return True
+
+
+def _changes(tree: pygit2.Tree | None, ops: Sequence[Operation], wanted: Mapping[str, pygit2.Oid | None]) -> dict[str, pygit2.Oid | None]:
+    """Check every op against ``tree``; return path -> new blob id (None: delete) of real changes.
+
+    Raises Conflict (with the current hash, "" when absent) when an expectation fails, NotFound
+    when a Delete without expectation targets nothing, ValidationError when a file would replace
+    a folder or a folder a file.
+    """
+    for op in ops:
+        current = blob_id(tree, op.path)
+        if op.expect is ANY:
+            if isinstance(op, Delete) and current is None:
+                raise NotFound(f"{op.path} does not exist")
+        elif (str(current) if current is not None else None) != op.expect:
+            raise Conflict(
+                f"{op.path} has changed since it was read; read it again and retry",
+                path=op.path,
+                hash=str(current) if current is not None else "",
+            )
+        if isinstance(op, Put):
+            check_writable(tree, op.path)
+    return {path: oid for path, oid in wanted.items() if oid != blob_id(tree, path)}
+
+
+def _signature(change: Change) -> pygit2.Signature:
+    """The commit author for ``change``: its email, or ``<name>@hostcore`` when it has none."""
+    name = _UNSAFE_IN_SIGNATURE.sub("", change.author).strip() or "hostcore"
+    email = _UNSAFE_IN_SIGNATURE.sub("", change.email).strip()
+    if not email:
+        local_part = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.") or "user"
+        email = f"{local_part}@hostcore"
+    return pygit2.Signature(name, email)

@@ -1,0 +1,219 @@
+"""Git-specific behaviour, checked against the real git command: commits, history, crashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+import hostcore_git.storage as storage_module
+from hostcore import Change, Conflict, Delete, NotFound, Put, ValidationError, blob_hash
+from hostcore_git import GitStorage
+
+WRITER = Path(__file__).with_name("writer.py")
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git on the bare repository at ``root``; return its output."""
+    return subprocess.run(["git", "--git-dir", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def log(root: Path, *paths: str) -> list[str]:
+    """Commit ids of ``git log`` (for ``paths`` when given), newest first."""
+    return git(root, "log", "--format=%H", "main", "--", *paths).split()
+
+
+def assert_fsck_clean(root: Path) -> None:
+    done = subprocess.run(["git", "--git-dir", str(root), "fsck", "--full", "--strict", "--no-dangling"], capture_output=True, text=True)
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+
+
+def push_from_outside(root: Path, files: dict[str, bytes], message: str = "outside") -> None:
+    """Commit ``files`` in a fresh clone with the git command and push it into ``root``."""
+    work = root.parent / f"clone-{time.monotonic_ns()}"
+    subprocess.run(["git", "clone", "-q", str(root), str(work)], check=True)
+    for path, data in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_bytes(data)
+    cli = ["git", "-C", str(work), "-c", "user.name=Cli", "-c", "user.email=cli@example.org"]
+    subprocess.run([*cli, "add", "-A"], check=True)
+    subprocess.run([*cli, "commit", "-q", "-m", message], check=True)
+    subprocess.run([*cli, "push", "-q", "origin", "main"], check=True)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Iterator[GitStorage]:
+    store = GitStorage(tmp_path / "repo")
+    yield store
+    store.close()
+
+
+def test_one_commit_per_change_and_none_for_no_op(storage: GitStorage) -> None:
+    storage.apply([Put("a/x.md", b"x"), Put("a/y.md", b"y")], Change("ann", "two pages"))
+    assert len(log(storage.root)) == 1
+    moved = storage.apply([Put("b/x.md", b"x", expect=None), Delete("a/x.md")], Change("ann", "move"))
+    assert moved == {"b/x.md": blob_hash(b"x"), "a/x.md": None}
+    assert len(log(storage.root)) == 2
+    assert storage.apply([Put("b/x.md", b"x", expect=blob_hash(b"x"))], Change("ann", "same")) == {"b/x.md": blob_hash(b"x")}
+    assert len(log(storage.root)) == 2
+    storage.apply([Put("b/x.md", b"x"), Put("a/y.md", b"y2")], Change("ann", "one real change"))
+    assert len(log(storage.root)) == 3
+    assert git(storage.root, "show", "--format=", "--name-only", "main").split() == ["a/y.md"]
+    assert git(storage.root, "ls-tree", "-r", "--name-only", "main").split() == ["a/y.md", "b/x.md"]
+
+
+def test_author_email_and_message(storage: GitStorage) -> None:
+    storage.apply([Put("a/x.md", b"x")], Change("Ada Lovelace", "Fix the typo"))
+    storage.apply([Put("a/x.md", b"x2")], Change("Bo", "Second", email="bo@example.org"))
+    lines = git(storage.root, "log", "--format=%an|%ae|%cn|%s", "main").splitlines()
+    assert lines == ["Bo|bo@example.org|Bo|Second", "Ada Lovelace|ada-lovelace@hostcore|Ada Lovelace|Fix the typo"]
+    newest = storage.history()[0]
+    assert (newest.author, newest.message, newest.paths) == ("Bo", "Second", ("a/x.md",))
+    assert newest.time.tzinfo is UTC and abs(time.time() - newest.time.timestamp()) < 60
+
+
+def test_history_agrees_with_git_log(storage: GitStorage) -> None:
+    change = Change("ann", "edit")
+    for n in range(6):
+        storage.apply([Put(f"ns/p{n % 3}.md", f"v{n}".encode())], change)
+    storage.apply([Put("ns/moved.md", b"v2", expect=None), Delete("ns/p2.md")], Change("ann", "move"))
+    storage.apply([Delete("ns/p0.md")], Change("ann", "delete"))
+    for path in ["ns/p0.md", "ns/p1.md", "ns/p2.md", "ns/moved.md", "ns/none.md"]:
+        assert [r.id for r in storage.history(path, limit=100)] == log(storage.root, path)
+    assert [r.id for r in storage.history(limit=100)] == log(storage.root)
+    assert [r.id for r in storage.history(offset=2, limit=3)] == log(storage.root)[2:5]
+    assert storage.history(limit=1)[0].paths == ("ns/p0.md",)
+    with pytest.raises(ValidationError):
+        storage.history(limit=-1)
+
+
+def test_outside_commits_join_history(storage: GitStorage) -> None:
+    storage.apply([Put("ns/a.md", b"one")], Change("ann", "first"))
+    push_from_outside(storage.root, {"ns/a.md": b"two", "ns/b.md": b"new"}, "by hand")
+    assert storage.read("ns/a.md") == b"two"
+    assert [r.message for r in storage.history("ns/a.md")] == ["by hand", "first"]
+    storage.close()
+    reopened = GitStorage(storage.root)
+    assert [r.id for r in reopened.history("ns/b.md")] == log(storage.root, "ns/b.md")
+    assert reopened.history()[0].paths == ("ns/a.md", "ns/b.md")
+    reopened.close()
+
+
+def test_rewritten_branch_rebuilds_index(storage: GitStorage) -> None:
+    for n in range(3):
+        storage.apply([Put("ns/a.md", f"v{n}".encode())], Change("ann", f"v{n}"))
+    first = log(storage.root)[-1]
+    git(storage.root, "update-ref", "refs/heads/main", first)
+    storage.apply([Put("ns/a.md", b"other")], Change("ann", "after rewrite"))
+    assert [r.message for r in storage.history("ns/a.md")] == ["after rewrite", "v0"]
+
+
+def test_restore_from_history(storage: GitStorage) -> None:
+    storage.apply([Put("ns/a.md", b"one")], Change("ann", "create"))
+    storage.apply([Put("ns/a.md", b"two")], Change("ann", "update"))
+    storage.apply([Delete("ns/a.md")], Change("ann", "delete"))
+    last = storage.last_revision_with("ns/a.md")
+    assert last is not None and last.message == "update"
+    assert storage.read_at("ns/a.md", last.id) == b"two"
+    with pytest.raises(NotFound):
+        storage.read_at("ns/a.md", storage.history("ns/a.md")[0].id)
+    with pytest.raises(NotFound):
+        storage.read_at("ns/a.md", "0" * 40)
+    assert storage.last_revision_with("ns/never.md") is None
+
+
+def test_empty_repository(storage: GitStorage) -> None:
+    assert storage.list() == [] and storage.hashes() == {} and storage.history() == []
+    with pytest.raises(NotFound):
+        storage.read("a.md")
+    assert storage.last_revision_with("a.md") is None
+
+
+def test_file_never_replaces_folder_or_file(storage: GitStorage) -> None:
+    storage.apply([Put("ns/a/x.md", b"x")], Change("ann", "x"))
+    with pytest.raises(ValidationError):
+        storage.apply([Put("ns/a", b"file over folder")], Change("ann", "bad"))
+    with pytest.raises(ValidationError):
+        storage.apply([Put("ns/a/x.md/y.md", b"folder over file")], Change("ann", "bad"))
+    assert storage.list() == ["ns/a/x.md"]
+
+
+def test_stale_ref_lock_is_removed(storage: GitStorage) -> None:
+    storage.apply([Put("ns/a.md", b"one")], Change("ann", "one"))
+    lock = storage.root / "refs" / "heads" / "main.lock"
+    lock.write_text("left by a killed process\n")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    storage.apply([Put("ns/a.md", b"two")], Change("ann", "two"))
+    assert storage.read("ns/a.md") == b"two" and not lock.exists()
+
+
+def test_processes_leave_a_clean_repository(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    GitStorage(root).close()
+    writers = [subprocess.Popen([sys.executable, str(WRITER), str(root), f"w{n}", "15"], stdout=subprocess.DEVNULL) for n in range(4)]
+    assert [writer.wait(timeout=60) for writer in writers] == [0] * 4
+    assert len(log(root)) == 60
+    assert_fsck_clean(root)
+    storage = GitStorage(root)
+    assert [r.id for r in storage.history(limit=100)] == log(root)
+    storage.close()
+
+
+def test_killed_writers_leave_every_page_whole(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    GitStorage(root).close()
+    for round_ in range(3):
+        writers = [
+            subprocess.Popen([sys.executable, str(WRITER), str(root), f"r{round_}w{n}", "0"], stdout=subprocess.PIPE)
+            for n in range(2)
+        ]
+        for writer in writers:
+            writer.stdout.readline()  # it is writing now
+        time.sleep(0.3 + 0.2 * round_)
+        for writer in writers:
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+            writer.stdout.close()
+    assert_fsck_clean(root)
+    storage = GitStorage(root)
+    pages = storage.list()
+    assert len(pages) == 5
+    for path in pages:
+        lines = set(storage.read(path).splitlines())
+        assert len(lines) == 1, f"{path} is torn"
+    storage.apply([Put(pages[0], b"after the crash")], Change("ann", "after"))
+    assert [r.id for r in storage.history(limit=1000)] == log(root)
+    storage.close()
+
+
+@pytest.mark.parametrize("outside_path", ["ns/b.md", "ns/a.md"])
+def test_branch_moved_mid_apply(storage: GitStorage, monkeypatch: pytest.MonkeyPatch, outside_path: str) -> None:
+    storage.apply([Put("ns/a.md", b"one")], Change("ann", "one"))
+    real_build = storage_module.build
+    pushed: list[str] = []
+
+    def build_after_a_push(*args: object) -> object:
+        # A push lands between the expectation check and the branch update.
+        if not pushed:
+            pushed.append(outside_path)
+            push_from_outside(storage.root, {outside_path: b"outside"})
+        return real_build(*args)
+
+    monkeypatch.setattr(storage_module, "build", build_after_a_push)
+    if outside_path == "ns/a.md":
+        with pytest.raises(Conflict) as err:
+            storage.apply([Put("ns/a.md", b"mine", expect=blob_hash(b"one"))], Change("ann", "mine"))
+        assert err.value.data["hash"] == blob_hash(b"outside")
+        assert [r.message for r in storage.history()] == ["outside", "one"]
+    else:
+        storage.apply([Put("ns/a.md", b"mine", expect=blob_hash(b"one"))], Change("ann", "mine"))
+        assert [r.message for r in storage.history()] == ["mine", "outside", "one"]
+        assert storage.read("ns/b.md") == b"outside"
