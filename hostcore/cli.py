@@ -21,8 +21,8 @@ from .errors import HostcoreError
 from .host import Host
 from .plugins import describe, make_plugin_manager
 
-EMBEDDED_PLUGINS = ["fs", "tokens"]
-EMBEDDED_STORAGE = "fs"
+EMBEDDED_PLUGINS = ["git", "tokens"]
+EMBEDDED_STORAGE = "git"
 EMBEDDED_SEARCH = ""
 
 CONFIG_TEMPLATE = """\
@@ -246,7 +246,7 @@ def tools_(obj: CliContext, markdown: bool) -> None:
 @click.pass_obj
 def reindex(obj: CliContext) -> None:
     """Rebuild the search index from storage."""
-    from .indexer import catch_up
+    from .indexer import catch_up_links, catch_up_search
     from .pages import slug_from_path
 
     host = obj.host()
@@ -255,7 +255,8 @@ def reindex(obj: CliContext) -> None:
     host.search.clear()
     total = sum(1 for path in host.storage.list() if slug_from_path(path))
     with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
-        indexed, _removed = catch_up(host, progress=bar.update)
+        indexed, _removed = catch_up_search(host, progress=bar.update)
+    catch_up_links(host)
     click.echo(f"indexed {indexed} pages")
 
 

@@ -15,6 +15,7 @@ import pluggy
 
 from .auth import Principal
 from .errors import StartupError
+from .graph import LinkGraph
 from .resources import Prompt, Resource
 from .search import SearchBackend
 from .storage import Storage
@@ -52,6 +53,7 @@ class Host:
         pm.hook.register_search_backends(register=_registry("search", SearchBackend, self.search_backends))
         self.storage = self._make_storage()
         self.search = self._make_search()
+        self.links = LinkGraph(self.instance_path / "links.sqlite")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
         pm.hook.register_tools(register=self._register_tool, host=self)
@@ -120,6 +122,7 @@ class Host:
             log.exception("a %s listener failed; the change itself is stored", event)
 
     def close(self) -> None:
+        self.links.close()
         self.storage.close()
         if self.search is not None:
             self.search.close()

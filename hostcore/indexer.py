@@ -1,12 +1,14 @@
-"""Keeps the search index in step with page events, and catches it up with storage at start-up.
+"""Keeps the link graph and the search index in step with page events, and catches both up with
+storage at start-up (pages changed outside hostcore: a ``git pull``, a copied file).
 
-An index failure never fails a write: the failure is logged, and the next start-up (or
-``hostcore reindex``) repairs the index by comparing its hashes with storage's.
+An index failure never fails a write: it is logged, and the next start-up (or ``hostcore
+reindex``) repairs the index by comparing its hashes with storage's.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .hookspecs import hookimpl
@@ -17,58 +19,84 @@ if TYPE_CHECKING:
     from .host import Host
     from .storage import Change
 
-log = logging.getLogger("hostcore.search")
+log = logging.getLogger("hostcore.index")
+BATCH = 500
 
 
 def doc_of(page: Page) -> SearchDoc:
     return SearchDoc(slug=page.slug, title=page.title, body=page.body, tags=tuple(page.tags), hash=page.hash)
 
 
-def _update(host: Host, docs: list[SearchDoc], removed: list[str]) -> None:
-    if host.search is None:
-        return
-    try:
-        host.search.update(docs, removed)
-    except Exception:
-        log.exception("search index update failed for %s; it is repaired at the next start-up or reindex",
-                      [d.slug for d in docs] + removed)
+def _differences(host: Host, indexed: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(slugs whose stored hash differs from the indexed one, slugs indexed but gone)."""
+    stored = {slug: h for path, h in host.storage.hashes().items() if (slug := slug_from_path(path))}
+    return [s for s, h in stored.items() if indexed.get(s) != h], [s for s in indexed if s not in stored]
 
 
-def catch_up(host: Host, progress=None) -> tuple[int, int]:  # noqa: ANN001
-    """Index what storage holds and the index lacks; drop what is gone. Returns (indexed, removed)."""
+def _pages(host: Host, slugs: list[str]) -> list[Page]:
+    return [Page.from_bytes(slug, host.storage.read(page_path(slug))) for slug in slugs]
+
+
+def catch_up_links(host: Host) -> tuple[int, int]:
+    """Bring the link graph up to date with storage. Returns (updated, removed)."""
+    stale, gone = _differences(host, host.links.hashes())
+    for start in range(0, len(stale), BATCH):
+        pages = _pages(host, stale[start : start + BATCH])
+        times = {}
+        if host.storage.has_history:
+            for page in pages:
+                last = host.storage.history(page_path(page.slug), limit=1)
+                if last:
+                    times[page.slug] = last[0].time.timestamp()
+        host.links.update(pages, times=times)
+    if gone:
+        host.links.update(removed=gone)
+    return len(stale), len(gone)
+
+
+def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+    """Bring the search index up to date with storage. Returns (indexed, removed)."""
     if host.search is None:
         return 0, 0
-    stored = {slug: h for path, h in host.storage.hashes().items() if (slug := slug_from_path(path))}
-    indexed = host.search.hashes()
-    stale = [slug for slug, h in stored.items() if indexed.get(slug) != h]
-    gone = [slug for slug in indexed if slug not in stored]
-    batch: list[SearchDoc] = []
-    for i, slug in enumerate(stale, 1):
-        batch.append(doc_of(Page.from_bytes(slug, host.storage.read(page_path(slug)))))
-        if len(batch) >= 500 or i == len(stale):
-            host.search.update(batch, [])
-            batch = []
+    stale, gone = _differences(host, host.search.hashes())
+    for start in range(0, len(stale), BATCH):
+        chunk = stale[start : start + BATCH]
+        host.search.update([doc_of(p) for p in _pages(host, chunk)], [])
         if progress:
-            progress(1)
+            progress(len(chunk))
     if gone:
         host.search.update([], gone)
     return len(stale), len(gone)
 
 
+def _safely(what: str, fn: Callable[[], object]) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("%s failed; it is repaired at the next start-up (or run `hostcore reindex`)", what)
+
+
 @hookimpl
 def startup(host: Host) -> None:
-    try:
-        indexed, removed = catch_up(host)
-    except Exception:
-        log.exception("search catch-up failed; run `hostcore reindex`")
-        return
-    if indexed or removed:
-        log.info("search index caught up: %d pages indexed, %d removed", indexed, removed)
+    for name, catch_up in (("link graph", catch_up_links), ("search index", catch_up_search)):
+        try:
+            updated, removed = catch_up(host)
+        except Exception:
+            log.exception("%s catch-up failed; run `hostcore reindex`", name)
+            continue
+        if updated or removed:
+            log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
+
+
+def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
+    _safely("link graph update", lambda: host.links.update(pages, removed))
+    if host.search is not None:
+        _safely("search index update", lambda: host.search.update([doc_of(p) for p in pages], removed))
 
 
 @hookimpl
 def page_saved(host: Host, page: Page, previous: Page | None, change: Change) -> None:  # noqa: ARG001
-    _update(host, [doc_of(page)], [])
+    _update(host, [page], [])
 
 
 @hookimpl
@@ -78,4 +106,4 @@ def page_deleted(host: Host, page: Page, change: Change) -> None:  # noqa: ARG00
 
 @hookimpl
 def page_moved(host: Host, page: Page, old_slug: str, change: Change) -> None:  # noqa: ARG001
-    _update(host, [doc_of(page)], [old_slug])
+    _update(host, [page], [old_slug])

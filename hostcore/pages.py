@@ -6,6 +6,7 @@ This module is pure: no storage, no access rules. The service layer (``hostcore.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -234,6 +235,33 @@ def wiki_links(body: str, from_slug: str) -> list[str]:
             if target not in seen:
                 seen.append(target)
     return seen
+
+
+def rewrite_links(body: str, from_slug: str, old: str, new: str) -> str:
+    """``body`` with every wiki-link to ``old`` pointing at ``new``; labels and headings kept, code untouched."""
+
+    def swap(m: re.Match[str]) -> str:
+        if resolve_link(m.group(1), from_slug) != old:
+            return m.group(0)
+        heading = f"#{m.group(2)}" if m.group(2) is not None else ""
+        label = f"|{m.group(3)}" if m.group(3) is not None else ""
+        return f"[[{new}{heading}{label}]]"
+
+    out, fenced = [], False
+    for line in body.split("\n"):
+        if _FENCE.match(line.lstrip()):
+            fenced = not fenced
+        elif not fenced:
+            parts = re.split(r"(`[^`\n]*`)", line)
+            line = "".join(part if part.startswith("`") else _LINK.sub(swap, part) for part in parts)
+        out.append(line)
+    return "\n".join(out)
+
+
+def slugify(title: str) -> str:
+    """A slug segment from a title: ASCII letters and digits joined by '-', at most 100 characters."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:100].strip("-")
 
 
 # --- sections and windows -----------------------------------------------------------------

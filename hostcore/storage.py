@@ -148,6 +148,10 @@ class Storage(ABC):
         """Path -> blob id of every file under ``prefix``. Git answers from its tree, cheaply."""
         return {path: blob_hash(self.read(path)) for path in self.list(prefix)}
 
+    def status(self) -> dict[str, Any]:
+        """Operational facts worth showing in ``health`` (e.g. the last push to a remote)."""
+        return {}
+
     def close(self) -> None:
         """Release resources (file handles, connections)."""
 

@@ -29,7 +29,9 @@ from .pages import (
     slug_from_path,
     window,
 )
+from .history import HistoryMixin
 from .storage import Change, Delete, Put
+from .structure import StructureMixin
 
 if TYPE_CHECKING:
     from .host import Host
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 MAX_EDITS = 128
 
 
-class Wiki:
+class Wiki(StructureMixin, HistoryMixin):
     """The wiki as one principal may see and change it."""
 
     def __init__(self, host: Host, principal: Principal) -> None:

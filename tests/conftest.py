@@ -24,6 +24,17 @@ def app(tmp_path: Path) -> Flask:
 
 
 @pytest.fixture
+def git_host(tmp_path: Path) -> Host:
+    """A host on the git storage (the embedded default), with namespaces notes and team."""
+    app = create_app({"PLUGINS": ["git", "tokens"], "STORAGE": "git"}, instance_path=tmp_path / "instance")
+    host: Host = app.extensions["hostcore"]
+    host.wiki(SYSTEM).save_namespace("notes", title="Notes")
+    host.wiki(SYSTEM).save_namespace("team", title="Team")
+    yield host
+    host.close()
+
+
+@pytest.fixture
 def host(app: Flask) -> Host:
     return app.extensions["hostcore"]
 

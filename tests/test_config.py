@@ -94,3 +94,36 @@ def test_nothing_loads_merely_because_installed(tmp_path):
     host = app.extensions["hostcore"]
     assert not host.pm.has_plugin("tokens")
     assert host.pm.hook.authenticate(request=None, host=host) is None
+
+
+def test_search_backend_registration_is_checked(tmp_path):
+    from hostcore import SearchBackend, SearchResults
+
+    class Grep(SearchBackend):
+        name = "grep"
+
+        def update(self, docs=(), removed=()):
+            pass
+
+        def search(self, query, *, namespaces, offset=0, limit=20):
+            return SearchResults([], False)
+
+        def hashes(self):
+            return {}
+
+    class Twice:
+        @hookimpl
+        def register_search_backends(self, register):
+            register(Grep)
+            register(Grep)
+
+    with pytest.raises(StartupError, match="search backend named 'grep'"):
+        create_app({"PLUGINS": ["fs"], "SEARCH": "grep"}, instance_path=tmp_path, plugins=[Twice()])
+
+    class Once:
+        @hookimpl
+        def register_search_backends(self, register):
+            register(Grep)
+
+    app = create_app({"PLUGINS": ["fs"], "SEARCH": "grep"}, instance_path=tmp_path, plugins=[Once()])
+    assert isinstance(app.extensions["hostcore"].search, Grep)

@@ -268,6 +268,10 @@ class GitStorage(Storage):
 
     # --- remote and lifecycle ----------------------------------------------------------------
 
+    def status(self) -> dict[str, Any]:
+        """For ``health``: the remote push state, when a remote is configured."""
+        return {"push": self.push_status()} if self._pusher is not None else {}
+
     def push_status(self) -> dict[str, Any]:
         """The last push to the remote, for a health report.
 

@@ -1,0 +1,162 @@
+"""move_page, rename_page, backlinks, health, recent_changes, page_history, restore_page on git storage."""
+
+import subprocess
+import time
+
+import pytest
+
+from hostcore import Conflict, NotFound, ValidationError
+from hostcore.auth import SYSTEM
+
+from .conftest import principal
+
+
+def git(host, *args):
+    return subprocess.run(["git", "-C", str(host.storage.root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def commit_count(host):
+    return int(git(host, "rev-list", "--count", "HEAD"))
+
+
+def test_every_change_is_one_commit_with_author_and_client(git_host):
+    wiki = git_host.wiki(principal("write", name="alice"))
+    before = commit_count(git_host)
+    h = wiki.save_page("notes/a", body="one")["hash"]
+    wiki.save_page("notes/a", basehash=h, body="one")  # no-op
+    wiki.edit_page("notes/a", h, [{"oldText": "one", "newText": "two"}], dry_run=True)
+    assert commit_count(git_host) == before + 1
+    log = git(git_host, "log", "-1", "--format=%an|%s")
+    assert log.strip() == "alice|save_page: notes/a"
+    assert git(git_host, "show", "HEAD:notes/a.md").endswith("one")
+    assert git(git_host, "rev-parse", "HEAD:notes/a.md").strip() == h
+
+
+def test_move_keeps_everything_and_refuses_what_the_contract_lists(git_host):
+    wiki = git_host.wiki(principal("write"))
+    h = wiki.save_page("notes/a", body="body [[notes/b]]", title="A", tags=["t"], pin=True)["hash"]
+    wiki.save_page("notes/index", body="home")
+    wiki.save_page("team/taken", body="x")
+    before = commit_count(git_host)
+    with pytest.raises(ValidationError) as err:
+        wiki.move_page("notes/a", "nowhere/a", h)
+    assert err.value.field == "new_slug"
+    with pytest.raises(ValidationError, match="holds a page"):
+        wiki.move_page("notes/a", "team/taken", h)
+    with pytest.raises(ValidationError, match="index page"):
+        wiki.move_page("notes/index", "team/home", wiki.read_page("notes/index")["hash"])
+    with pytest.raises(Conflict) as err:
+        wiki.move_page("notes/a", "team/a", "0" * 40)
+    assert err.value.data == {"hash": h}
+    assert commit_count(git_host) == before
+    events = []
+
+    class Listener:
+        from hostcore import hookimpl
+
+        @hookimpl
+        def page_moved(self, host, page, old_slug, change):
+            events.append((old_slug, page.slug, page.hash, change.message))
+
+    git_host.pm.register(Listener())
+    moved = wiki.move_page("notes/a", "team/a", h)
+    assert moved == {"slug": "team/a", "old_slug": "notes/a", "hash": h}
+    assert events == [("notes/a", "team/a", h, "move_page: notes/a -> team/a")]
+    assert commit_count(git_host) == before + 1
+    page = wiki.read_page("team/a")
+    assert (page["title"], page["tags"], page["pin"], page["hash"]) == ("A", ["t"], True, h)
+    with pytest.raises(NotFound):
+        wiki.read_page("notes/a")
+    assert "team/a.md" in git(git_host, "show", "--name-only", "--format=", "HEAD")
+    assert wiki.backlinks("notes/b")["backlinks"] == [{"slug": "team/a", "title": "A"}]
+
+
+def test_rename_rewrites_links_each_in_its_own_commit(git_host):
+    wiki = git_host.wiki(principal("write", namespaces=["notes"]))
+    admin = git_host.wiki(SYSTEM)
+    h = wiki.save_page("notes/old-name", body="target")["hash"]
+    wiki.save_page("notes/x", body="see [[notes/old-name|label]] and [[old-name#Part]] but `[[notes/old-name]]`")
+    admin.save_page("team/y", body="[[notes/old-name]]")
+    before = commit_count(git_host)
+    result = wiki.rename_page("notes/old-name", "Brand New Name!", h)
+    assert result["slug"] == "notes/brand-new-name" and result["title"] == "Brand New Name!"
+    assert result["rewritten"] == ["notes/x"]
+    assert result["failed_links"] == [{"slug": "team/y", "reason": "outside your namespaces"}]
+    assert wiki.read_page("notes/x")["body"] == (
+        "see [[notes/brand-new-name|label]] and [[notes/brand-new-name#Part]] but `[[notes/old-name]]`"
+    )
+    assert commit_count(git_host) == before + 2
+    messages = git(git_host, "log", "-2", "--format=%s").splitlines()
+    assert messages == ["rename_page: links in notes/x: notes/old-name -> notes/brand-new-name",
+                        "rename_page: notes/old-name -> notes/brand-new-name"]  # fmt: skip
+    assert wiki.backlinks("notes/brand-new-name")["backlinks"] == [{"slug": "notes/x", "title": "notes/x"}]
+    with pytest.raises(ValidationError) as err:
+        wiki.rename_page("notes/brand-new-name", "!!!", result["hash"])
+    assert err.value.field == "title"
+
+
+def test_health_dangling_orphans_stale(git_host):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/index", body="[[notes/a]]")
+    wiki.save_page("notes/a", body="[[notes/missing]] [[team/b]]")
+    wiki.save_page("notes/lonely", body="nobody links here")
+    wiki.save_page("team/b", body="x")
+    report = wiki.health()
+    assert report["missing"] == [{"from": "notes/a", "to": "notes/missing"}]
+    assert report["orphans"] == ["notes/lonely"]
+    assert report["stale"] == [] and report["counts"] == {"missing": 1, "orphans": 1, "stale": 0}
+    git_host.links._db().execute("UPDATE pages SET changed = ? WHERE slug = 'team/b'", (time.time() - 200 * 86400,))
+    assert [s["slug"] for s in wiki.health("team")["stale"]] == ["team/b"]
+    limited = git_host.wiki(principal("read", namespaces=["team"]))
+    assert limited.health()["missing"] == [] and "storage" not in limited.health()
+
+
+def test_recent_changes_drops_commits_outside_access(git_host):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/a", body="a")
+    wiki.save_page("team/b", body="b")
+    h = wiki.read_page("notes/a")["hash"]
+    wiki.move_page("notes/a", "team/a", h)  # one commit touching both namespaces
+    everyone = wiki.recent_changes(limit=3)["commits"]
+    assert [c["message"] for c in everyone] == ["move_page: notes/a -> team/a", "save_page: team/b", "save_page: notes/a"]
+    assert everyone[0]["files"] == ["notes/a.md", "team/a.md"] and everyone[0]["author"] == "hostcore"
+    notes_only = git_host.wiki(principal("read", namespaces=["notes"])).recent_changes(limit=10)["commits"]
+    assert [c["message"] for c in notes_only] == ["save_page: notes/a", "save_namespace: notes"]
+    log = git(git_host, "log", "-3", "--format=%H")
+    assert [c["id"] for c in everyone] == log.split()
+
+
+def test_history_read_at_and_restore(git_host):
+    wiki = git_host.wiki(principal("write"))
+    h1 = wiki.save_page("notes/p", body="v1")["hash"]
+    h2 = wiki.save_page("notes/p", basehash=h1, body="v2")["hash"]
+    history = wiki.page_history("notes/p", limit=1)
+    assert history["more"] and history["next_offset"] == 1
+    first_commit = wiki.page_history("notes/p", offset=1)["commits"][0]["id"]
+    old = wiki.read_page_at("notes/p", first_commit, None, 0, 100)
+    assert old["body"] == "v1" and old["hash"] == h1
+    with pytest.raises(Conflict) as err:
+        wiki.restore_page("notes/p", first_commit)
+    assert err.value.data["hash"] == h2
+    restored = wiki.restore_page("notes/p", first_commit, basehash=h2)
+    assert restored["hash"] == h1 and wiki.read_page("notes/p")["body"] == "v1"
+    wiki.delete_page("notes/p")
+    back = wiki.restore_page("notes/p")
+    assert back["hash"] == h1 and wiki.read_page("notes/p")["body"] == "v1"
+    assert [c["message"].split(":")[0] for c in wiki.page_history("notes/p")["commits"]][:3] == [
+        "restore_page", "delete_page", "restore_page",
+    ]  # fmt: skip
+
+
+def test_link_graph_catches_up_after_an_outside_commit(git_host, tmp_path):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/a", body="a")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(git_host.storage.root), str(clone)], check=True)
+    (clone / "notes" / "b.md").write_text("---\ntitle: B\n---\nlinks to [[notes/a]]\n")
+    subprocess.run(["git", "-C", str(clone), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "outside"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    assert wiki.backlinks("notes/a")["backlinks"] == []
+    git_host.start()
+    assert wiki.backlinks("notes/a")["backlinks"] == [{"slug": "notes/b", "title": "B"}]
