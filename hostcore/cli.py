@@ -180,7 +180,12 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
 
     class Server(BaseApplication):
         def load_config(self) -> None:
-            for key, value in {"bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread"}.items():
+            settings = {
+                "bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread",
+                # gunicorn's control socket lives at one per-user path; instances would take it from each other.
+                "control_socket_disable": True,
+            }  # fmt: skip
+            for key, value in settings.items():
                 self.cfg.set(key, value)
 
         def load(self) -> Any:

@@ -14,24 +14,29 @@ import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from .pages import Page, namespace_of, wiki_links
+from .pages import Page, wiki_links
 
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     slug TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
     title TEXT NOT NULL,
     hash TEXT NOT NULL,
-    changed REAL NOT NULL
+    changed REAL NOT NULL,
+    inbound INTEGER NOT NULL DEFAULT 0  -- links from other pages
 );
 CREATE INDEX IF NOT EXISTS pages_changed ON pages(changed);
-CREATE INDEX IF NOT EXISTS pages_namespace ON pages(namespace);
+CREATE INDEX IF NOT EXISTS pages_orphans ON pages(inbound, namespace, slug);
 CREATE TABLE IF NOT EXISTS links (
     source TEXT NOT NULL,
     target TEXT NOT NULL,
+    source_namespace TEXT NOT NULL,
+    resolved INTEGER NOT NULL,  -- 1 when the target page exists
     PRIMARY KEY (source, target)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS links_target ON links(target, source);
+CREATE INDEX IF NOT EXISTS links_dangling ON links(resolved, source_namespace, source, target);
 """
 
 
@@ -48,7 +53,12 @@ class LinkGraph:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._local = threading.local()
-        self._db().executescript(_SCHEMA)
+        db = self._db()
+        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            # Derived data: an older layout is dropped and rebuilt by the start-up catch-up.
+            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links;")
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -60,29 +70,47 @@ class LinkGraph:
         return db
 
     def update(self, pages: Sequence[Page] = (), removed: Sequence[str] = (), *, times: dict[str, float] | None = None) -> None:
-        """Record ``pages`` (their links, title, hash; changed now or at ``times[slug]``) and drop ``removed``."""
+        """Record ``pages`` (their links, title, hash; changed now or at ``times[slug]``) and drop ``removed``.
+
+        Keeps each page's count of incoming links and each link's resolved flag current, so
+        health answers from indexes instead of scanning every page and link.
+        """
         now = time.time()
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
             for slug in removed:
+                self._drop_links_from(db, slug)
                 db.execute("DELETE FROM pages WHERE slug = ?", (slug,))
-                db.execute("DELETE FROM links WHERE source = ?", (slug,))
+                db.execute("UPDATE links SET resolved = 0 WHERE target = ?", (slug,))
             for page in pages:
-                changed = (times or {}).get(page.slug, now)
+                self._drop_links_from(db, page.slug)
                 db.execute(
-                    "INSERT OR REPLACE INTO pages (slug, namespace, title, hash, changed) VALUES (?, ?, ?, ?, ?)",
-                    (page.slug, page.namespace, page.title, page.hash, changed),
+                    "INSERT OR REPLACE INTO pages (slug, namespace, title, hash, changed, inbound) VALUES "
+                    "(?, ?, ?, ?, ?, (SELECT count(*) FROM links WHERE target = ?))",
+                    (page.slug, page.namespace, page.title, page.hash, (times or {}).get(page.slug, now), page.slug),
                 )
-                db.execute("DELETE FROM links WHERE source = ?", (page.slug,))
-                db.executemany(
-                    "INSERT OR IGNORE INTO links (source, target) VALUES (?, ?)",
-                    [(page.slug, target) for target in wiki_links(page.body, page.slug) if target != page.slug],
-                )
+                db.execute("UPDATE links SET resolved = 1 WHERE target = ?", (page.slug,))
+                for target in wiki_links(page.body, page.slug):
+                    if target == page.slug:
+                        continue
+                    db.execute(
+                        "INSERT INTO links (source, target, source_namespace, resolved) "
+                        "VALUES (?, ?, ?, EXISTS (SELECT 1 FROM pages WHERE slug = ?))",
+                        (page.slug, target, page.namespace, target),
+                    )
+                    db.execute("UPDATE pages SET inbound = inbound + 1 WHERE slug = ?", (target,))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @staticmethod
+    def _drop_links_from(db: sqlite3.Connection, slug: str) -> None:
+        db.execute(
+            "UPDATE pages SET inbound = inbound - 1 WHERE slug IN (SELECT target FROM links WHERE source = ?)", (slug,)
+        )
+        db.execute("DELETE FROM links WHERE source = ?", (slug,))
 
     def hashes(self) -> dict[str, str]:
         return dict(self._db().execute("SELECT slug, hash FROM pages"))
@@ -102,25 +130,19 @@ class LinkGraph:
 
     def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[dict[str, str]], int]:
         """Links from readable pages to pages that do not exist: ({from, to} list, total)."""
-        where, args = _in(namespaces, "namespace")
-        sql = (
-            f"FROM links l WHERE l.source IN (SELECT slug FROM pages WHERE {where}) "
-            "AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.slug = l.target)"
-        )
+        where, args = _in(namespaces, "source_namespace")
+        sql = f"FROM links WHERE resolved = 0 AND {where}"
         total = self._db().execute(f"SELECT count(*) {sql}", args).fetchone()[0]
-        rows = self._db().execute(f"SELECT l.source, l.target {sql} ORDER BY l.source, l.target LIMIT ?", [*args, limit])
+        rows = self._db().execute(f"SELECT source, target {sql} ORDER BY source, target LIMIT ?", [*args, limit])
         return [{"from": s, "to": t} for s, t in rows], total
 
     def orphans(self, namespaces: Collection[str] | None, exclude: Collection[str], limit: int) -> tuple[list[str], int]:
         """Readable pages no other page links to (``exclude``: entry pages, e.g. namespace indexes)."""
-        where, args = _in(namespaces, "p.namespace")
+        where, args = _in(namespaces, "namespace")
         skip = sorted(exclude)
-        sql = (
-            f"FROM pages p WHERE {where} AND p.slug NOT IN ({','.join('?' * len(skip))}) "
-            "AND NOT EXISTS (SELECT 1 FROM links l WHERE l.target = p.slug AND l.source != p.slug)"
-        )
+        sql = f"FROM pages WHERE inbound = 0 AND {where} AND slug NOT IN ({','.join('?' * len(skip))})"
         total = self._db().execute(f"SELECT count(*) {sql}", [*args, *skip]).fetchone()[0]
-        rows = self._db().execute(f"SELECT p.slug {sql} ORDER BY p.slug LIMIT ?", [*args, *skip, limit])
+        rows = self._db().execute(f"SELECT slug {sql} ORDER BY slug LIMIT ?", [*args, *skip, limit])
         return [r[0] for r in rows], total
 
     def stale(self, namespaces: Collection[str] | None, before: float, limit: int) -> tuple[list[dict[str, object]], int]:
@@ -139,6 +161,3 @@ class LinkGraph:
         if db is not None:
             db.close()
             self._local.db = None
-
-    def namespace_of(self, slug: str) -> str:
-        return namespace_of(slug)

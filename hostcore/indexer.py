@@ -42,13 +42,8 @@ def catch_up_links(host: Host) -> tuple[int, int]:
     stale, gone = _differences(host, host.links.hashes())
     for start in range(0, len(stale), BATCH):
         pages = _pages(host, stale[start : start + BATCH])
-        times = {}
-        if host.storage.has_history:
-            for page in pages:
-                last = host.storage.history(page_path(page.slug), limit=1)
-                if last:
-                    times[page.slug] = last[0].time.timestamp()
-        host.links.update(pages, times=times)
+        changed = host.storage.last_changed([page_path(p.slug) for p in pages])
+        host.links.update(pages, times={p.slug: changed[page_path(p.slug)].timestamp() for p in pages if page_path(p.slug) in changed})
     if gone:
         host.links.update(removed=gone)
     return len(stale), len(gone)

@@ -105,6 +105,7 @@ class McpEndpoint:
 
     def __init__(self, host: Host) -> None:
         self.host = host
+        self._input_schemas = {t.name: t.input_schema for t in host.tools.values()}
         self.server: Server[Any] = Server(
             "hostcore",
             version=__version__,
@@ -113,6 +114,8 @@ class McpEndpoint:
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            # Without it the SDK re-lists every tool on each call to check Mcp-Param-* headers.
+            get_tool_input_schema=self._input_schemas.get,
             **self._optional_handlers(host),
         )
         self._definitions = [_tool_definition(t) for t in host.tools.values()]

@@ -15,6 +15,10 @@ import yaml
 from .errors import NotFound, ValidationError
 from .storage import blob_hash
 
+# libyaml when the wheel has it: ten times faster to parse front matter at start-up catch-up.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 MAX_BODY_BYTES = 1024 * 1024
 MAX_TITLE = 256
 MAX_TAGS = 32
@@ -164,7 +168,7 @@ class Page:
             meta["pin"] = True
         for key, value in self.extra.items():
             meta.setdefault(key, value)
-        front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
+        front = yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
         return f"---\n{front}---\n{self.body}".encode("utf-8")
 
     def stored(self) -> Page:
@@ -183,7 +187,7 @@ class Page:
                 end = len(text) - 4
             if end != -1:
                 try:
-                    loaded = yaml.safe_load(text[4 : end + 1])
+                    loaded = yaml.load(text[4 : end + 1], Loader=_Loader)  # noqa: S506 - a safe loader
                 except yaml.YAMLError:
                     loaded = None
                 if isinstance(loaded, dict):

@@ -17,7 +17,10 @@ import pluggy
 from . import hookspecs
 from .errors import StartupError
 
-DEFAULT_PLUGINS = ("hostcore.core_tools", "hostcore.link_tools", "hostcore.history_tools", "hostcore.indexer")
+DEFAULT_PLUGINS = (
+    "hostcore.core_tools", "hostcore.link_tools", "hostcore.history_tools", "hostcore.search_tools",
+    "hostcore.indexer",
+)
 ENTRY_POINT_GROUP = "hostcore"
 
 

@@ -161,6 +161,17 @@ class Storage(ABC):
         """Recorded changes, newest first; only those touching ``path`` when given."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
 
+    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+        """Path -> time of its newest recorded change, for the paths that have history."""
+        if not self.has_history:
+            return {}
+        out = {}
+        for path in paths:
+            revs = self.history(path, limit=1)
+            if revs:
+                out[path] = revs[0].time
+        return out
+
     def read_at(self, path: str, revision: str) -> bytes:
         """The bytes of ``path`` as of ``revision``. Raises NotFound."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")

@@ -56,7 +56,7 @@ class Tool:
             model = self.input_model.model_validate(arguments or {})
         except pydantic.ValidationError as exc:
             err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".") or "arguments"
             msg = err["msg"]
             if err["type"] == "missing":
                 msg = "is required"

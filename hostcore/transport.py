@@ -3,6 +3,7 @@ OAuth protected-resource metadata (RFC 9728) that a 401 points clients to."""
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -108,6 +109,13 @@ def mcp_endpoint() -> Any:
         # Stateless: no session to delete and no standalone stream that anything could reach, so
         # say so instead of holding a worker thread open on an idle SSE stream.
         return _json_error(405, "this endpoint is stateless: send requests with POST", {"Allow": "POST"})
+    if request.content_length is None:
+        # a2wsgi passes on only CONTENT_LENGTH bytes: buffer a chunked body, bounded by the limit.
+        data = request.environ["wsgi.input"].read(limit + 1)
+        if len(data) > limit:
+            return _json_error(413, f"Request body is over the limit of {limit} bytes")
+        request.environ["wsgi.input"] = io.BytesIO(data)
+        request.environ["CONTENT_LENGTH"] = str(len(data))
     request.environ[PRINCIPAL_KEY] = principal
     return current_app.extensions["hostcore.mcp"]
 

@@ -30,6 +30,7 @@ from .pages import (
     window,
 )
 from .history import HistoryMixin
+from .retrieval import RetrievalMixin
 from .storage import Change, Delete, Put
 from .structure import StructureMixin
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 MAX_EDITS = 128
 
 
-class Wiki(StructureMixin, HistoryMixin):
+class Wiki(StructureMixin, HistoryMixin, RetrievalMixin):
     """The wiki as one principal may see and change it."""
 
     def __init__(self, host: Host, principal: Principal) -> None:
@@ -81,6 +82,8 @@ class Wiki(StructureMixin, HistoryMixin):
 
     def read_page(self, slug: str, section_name: str | None = None, offset: int = 0, limit: int = 40_000) -> dict[str, Any]:
         page = self.page(slug)
+        if section_name is not None and not section_name.strip():
+            raise ValidationError("is empty; give a heading's text, or omit section for the whole page", field="section")
         text = section(page.body, section_name) if section_name else page.body
         result = {"slug": page.slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash}
         result.update(window(text, offset, limit))
@@ -307,6 +310,11 @@ class Wiki(StructureMixin, HistoryMixin):
         try:
             result = self.storage.apply([Put(path, data, expect=basehash)], change)
         except Conflict as exc:
-            verb = "exists already; read it with read_namespace and pass its hash" if basehash is None else "changed meanwhile; re-read and retry"
-            raise Conflict(f"namespace {name!r} {verb}", field="basehash", hash=exc.data.get("hash", "")) from None
+            if basehash is None:
+                raise Conflict(
+                    f"namespace {name!r} exists already; read it with read_namespace and pass its hash as basehash",
+                    field="name",
+                    hash=exc.data.get("hash", ""),
+                ) from None
+            raise Conflict("is stale: the settings changed meanwhile; re-read and retry", field="basehash", hash=exc.data.get("hash", "")) from None
         return {"name": name, "hash": result[path], "created": basehash is None}

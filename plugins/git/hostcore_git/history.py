@@ -133,6 +133,21 @@ class HistoryIndex:
             for seq, id_, author, time, message in rows
         ]
 
+    def last_times(self, paths: Sequence[str]) -> dict[str, int]:
+        """Path -> commit time (epoch seconds) of the newest indexed commit changing it."""
+        out: dict[str, int] = {}
+        with self._guard:
+            db = self._db()
+            for start in range(0, len(paths), 500):
+                chunk = list(paths[start : start + 500])
+                marks = ",".join("?" * len(chunk))  # only "?" marks are formatted in
+                query = (
+                    "SELECT p.path, c.time FROM changes p JOIN commits c ON c.seq = "
+                    f"(SELECT max(seq) FROM changes WHERE path = p.path) WHERE p.path IN ({marks}) GROUP BY p.path"
+                )
+                out.update(db.execute(query, chunk))
+        return out
+
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._guard:

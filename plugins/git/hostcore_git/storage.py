@@ -25,6 +25,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -228,15 +229,19 @@ class GitStorage(Storage):
             check_path(path)
         if offset < 0 or limit < 0:
             raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
-        repo = self._repo()
-        head = self._head(repo)
         try:
-            if (str(head) if head is not None else None) != self._history.head():
-                with self._lock:
-                    self._history.sync(repo, self._head(repo))
+            self._sync_history()
             return self._history.revisions(path, offset, limit)
         except sqlite3.Error as exc:
             raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+
+    def _sync_history(self) -> None:
+        """Catch the index up when the branch moved outside hostcore since it was last written."""
+        repo = self._repo()
+        head = self._head(repo)
+        if (str(head) if head is not None else None) != self._history.head():
+            with self._lock:
+                self._history.sync(repo, self._head(repo))
 
     def read_at(self, path: str, revision: str) -> bytes:
         """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression).
@@ -267,6 +272,11 @@ class GitStorage(Storage):
         return None
 
     # --- remote and lifecycle ----------------------------------------------------------------
+
+    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+        """Path -> time of the newest commit changing it, in one indexed query per 500 paths."""
+        self._sync_history()
+        return {p: datetime.fromtimestamp(t, UTC) for p, t in self._history.last_times(paths).items()}
 
     def status(self) -> dict[str, Any]:
         """For ``health``: the remote push state, when a remote is configured."""

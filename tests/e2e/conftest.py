@@ -1,0 +1,340 @@
+"""End-to-end fixtures: a real instance, real tokens and a real ``hostcore serve`` (gunicorn, 2 workers).
+
+Everything is driven the way an operator and an MCP client would: the instance is made by the
+CLI in subprocesses, the server is a separate process group on a free loopback port, and every
+test talks to it over HTTP through the official MCP client (or plain httpx for transport checks).
+
+The storage backend is the instance default (``hostcore init``); ``HOSTCORE_E2E_STORAGE=fs`` or ``git``
+picks another. Tests look at storage from outside (``RunningServer.stored/listing/plant``) the way
+an operator would: files in the fs folder, or ``git`` on the bare repository.
+
+The server is shared by the whole session, so tests keep out of each other's way by using their
+own slugs (see the ``uid`` fixture) and their own namespaces where a test needs a known set of pages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+MODES = ("2026-07-28", "legacy")
+"""Protocol modes of the official client: 2026-07-28 (stateless, no handshake) and the
+2025-11-25 initialize handshake ("legacy")."""
+
+EXTRA_NAMESPACES = ("team", "ops", "empty")
+
+# name -> (scopes, namespaces); the admin token comes from `hostcore init`.
+TOKEN_MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "write": (("write",), ()),
+    "read": (("read",), ()),
+    "team_write": (("write",), ("team",)),
+    "team_read": (("read",), ("team",)),
+    "team_admin": (("admin",), ("team",)),
+    "team_ops_write": (("write",), ("team", "ops")),
+}
+
+STARTUP_TIMEOUT = 30.0
+
+E2E_STORAGE = os.environ.get("HOSTCORE_E2E_STORAGE", "")
+"""Run the suite on another storage backend than the instance default: HOSTCORE_E2E_STORAGE=fs or git."""
+
+
+def hostcore_env() -> dict[str, str]:
+    """The environment for hostcore subprocesses: none of ours leaks in, except the storage choice."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTCORE_")}
+    if E2E_STORAGE:
+        env["HOSTCORE_STORAGE"] = E2E_STORAGE
+        env["HOSTCORE_PLUGINS"] = json.dumps([E2E_STORAGE, "tokens"])
+    return env
+
+
+def hostcore_cmd() -> list[str]:
+    """The `hostcore` console script of the running interpreter's environment."""
+    beside = Path(sys.executable).with_name("hostcore")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("hostcore")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "from hostcore.cli import run; run()"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(instance: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``hostcore --instance DIR ARGS`` and return the completed process."""
+    env = hostcore_env()
+    proc = subprocess.run(
+        [*hostcore_cmd(), "--instance", str(instance), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"hostcore {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def create_token(instance: Path, name: str, scopes: tuple[str, ...] | list[str], namespaces: tuple[str, ...] | list[str] = ()) -> str:
+    args = ["token", "create", "--name", name]
+    for s in scopes:
+        args += ["--scope", s]
+    for ns in namespaces:
+        args += ["--namespace", ns]
+    out = cli(instance, *args).stdout.strip()
+    assert re.fullmatch(r"hc_\S+", out), f"token create printed more than the token: {out!r}"
+    return out
+
+
+@dataclass
+class RunningServer:
+    """What the tests get: where the server listens, the tokens by name, the instance folder."""
+
+    base: str
+    port: int
+    instance: Path
+    tokens: dict[str, str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        return self.base + "/_/mcp"
+
+    @property
+    def storage(self) -> Path:
+        """The storage folder: a tree of ``<slug>.md`` files (fs) or a bare repository (git)."""
+        return self.instance / "wiki"
+
+    @property
+    def storage_kind(self) -> str:
+        if E2E_STORAGE:
+            return E2E_STORAGE
+        with open(self.instance / "hostcore.toml", "rb") as fh:
+            return tomllib.load(fh).get("STORAGE", "fs")
+
+    # What is stored, seen from outside hostcore (an operator's view), for any storage backend.
+
+    def _git(self, *args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        cmd = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
+        cmd += ["--git-dir", str(self.storage)] if cwd is None else []
+        proc = subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, timeout=60)
+        if check and proc.returncode:
+            raise AssertionError(f"git {' '.join(args)}: {proc.stderr.decode(errors='replace')}")
+        return proc
+
+    def stored(self, path: str) -> bytes | None:
+        """The stored bytes at ``path`` (e.g. ``notes/index.md``), or None when absent."""
+        if self.storage_kind == "git":
+            proc = self._git("show", f"HEAD:{path}", check=False)
+            return proc.stdout if proc.returncode == 0 else None
+        file = self.storage / path
+        return file.read_bytes() if file.is_file() else None
+
+    def listing(self) -> list[str]:
+        """Every stored path, sorted, hidden ones too."""
+        if self.storage_kind == "git":
+            return sorted(self._git("ls-tree", "-r", "--name-only", "HEAD").stdout.decode().split())
+        return sorted(str(p.relative_to(self.storage)) for p in self.storage.rglob("*") if p.is_file())
+
+    def revision(self) -> str:
+        """Something that changes with every write: the branch head (git) or the newest mtime (fs)."""
+        if self.storage_kind == "git":
+            return self._git("rev-parse", "HEAD").stdout.decode().strip()
+        return str(max((p.stat().st_mtime_ns for p in self.storage.rglob("*") if p.is_file()), default=0))
+
+    def plant(self, files: dict[str, str]) -> None:
+        """Put files straight into storage, bypassing hostcore: written into the fs folder, or
+        committed and pushed into the bare repository the way an operator would with git."""
+        if self.storage_kind != "git":
+            for rel, text in files.items():
+                target = self.storage / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+            return
+        with tempfile.TemporaryDirectory(prefix="e2e-plant-") as tmp:
+            work = Path(tmp) / "work"
+            self._git("clone", "-q", str(self.storage), str(work), cwd=Path(tmp))
+            for rel, text in files.items():
+                target = work / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+            self._git("add", "-A", cwd=work)
+            self._git("commit", "-q", "-m", "planted by the e2e tests", cwd=work)
+            self._git("push", "-q", "origin", "HEAD", cwd=work)
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return cli(self.instance, *args, check=check)
+
+    def create_token(self, name: str, scopes: list[str] | tuple[str, ...], namespaces: list[str] | tuple[str, ...] = ()) -> str:
+        return create_token(self.instance, name, scopes, namespaces)
+
+
+def _wait_until_up(proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    last: Exception | None = None
+    with httpx.Client(timeout=2.0) as http:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"hostcore serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+            try:
+                if http.get(base + "/.well-known/oauth-protected-resource/_/mcp").status_code == 200:
+                    return
+            except httpx.HTTPError as exc:
+                last = exc
+            time.sleep(0.1)
+    raise RuntimeError(f"hostcore serve did not answer within {STARTUP_TIMEOUT}s ({last}):\n{log.read_text(errors='replace')}")
+
+
+def stop_process_group(proc: subprocess.Popen[Any]) -> None:
+    """TERM the whole process group (gunicorn arbiter and workers), KILL it if it lingers."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    # The arbiter may be gone while a worker still lingers: sweep the group either way.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if proc.poll() is None:
+        proc.wait(timeout=10)
+
+
+def start_server(instance: Path, workers: int = 2, log: Path | None = None) -> tuple[subprocess.Popen[bytes], str, int, Path]:
+    """Start ``hostcore serve`` in its own process group on a free loopback port; wait until it answers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = log or instance.parent / f"serve-{port}.log"
+    env = hostcore_env()
+    env["HOSTCORE_PUBLIC_URL"] = base
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        _wait_until_up(proc, base, log)
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    return proc, base, port, log
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    root = tmp_path_factory.mktemp("e2e")
+    instance = root / "instance"
+    init = cli(instance, "init")
+    found = re.findall(r"hc_[A-Za-z0-9_-]+", init.stdout)
+    assert len(found) == 1, f"init should print exactly one admin token on stdout: {init.stdout!r}"
+    tokens = {"admin": found[0]}
+    for name, (scopes, namespaces) in TOKEN_MATRIX.items():
+        tokens[name] = create_token(instance, name, scopes, namespaces)
+
+    proc, base, port, log = start_server(instance)
+    running = RunningServer(base=base, port=port, instance=instance, tokens=tokens, log=log, proc=proc)
+    try:
+        _setup_namespaces(running)
+        yield running
+    finally:
+        stop_process_group(proc)
+
+
+def _setup_namespaces(srv: RunningServer) -> None:
+    import anyio
+
+    async def setup() -> None:
+        async with mcp_session(srv, srv.tokens["admin"], "2026-07-28") as c:
+            for name in EXTRA_NAMESPACES:
+                r = await c.call_tool("save_namespace", {"name": name, "title": name.title(), "description": f"the {name} namespace"})
+                assert not r.is_error, r.content
+            for slug in ("team/index", "team/plan", "ops/index"):
+                r = await c.call_tool("save_page", {"slug": slug, "body": f"# {slug}\n\nSeed page.\n"})
+                assert not r.is_error, r.content
+
+    anyio.run(setup)
+
+
+# --- MCP client helpers ---------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def mcp_session(srv: RunningServer | str, token: str | None, mode: str = "2026-07-28") -> AsyncIterator[Client]:
+    """An official MCP client session for ``token`` in ``mode`` ("2026-07-28", "legacy" or "auto")."""
+    url = srv if isinstance(srv, str) else srv.url
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+            yield client
+
+
+def tool_error(result: Any) -> dict[str, Any]:
+    """The ``error`` object of a tool error result (fails the test if the call succeeded)."""
+    assert result.is_error, f"expected a tool error, got {result.structured_content or result.content}"
+    sc = result.structured_content
+    assert isinstance(sc, dict) and isinstance(sc.get("error"), dict), sc
+    return sc["error"]
+
+
+def ok(result: Any) -> dict[str, Any]:
+    """The structured content of a successful tool result."""
+    assert not result.is_error, f"tool failed: {result.structured_content or result.content}"
+    assert isinstance(result.structured_content, dict), result.content
+    return result.structured_content
+
+
+def text_json(result: Any) -> dict[str, Any]:
+    """The JSON object carried by the first text block (conflict errors are one)."""
+    return json.loads(result.content[0].text)
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def uid(request: pytest.FixtureRequest) -> str:
+    """A slug segment unique to this test (and its parameters)."""
+    name = re.sub(r"[^A-Za-z0-9-]+", "-", request.node.name).strip("-").lower()
+    return name[:90]

@@ -1,0 +1,139 @@
+"""search and fetch through the service layer, on git storage, with each search plugin."""
+
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from hostcore import Unavailable, ValidationError, create_app
+from hostcore.auth import SYSTEM
+from hostcore.cli import main
+
+from .conftest import principal
+
+ENGINES = ["sqlite", "tantivy"]
+
+CORPUS = {
+    "notes/gardening": ("Gardening basics", "Water tomatoes in the morning. Compost helps the soil.", ["garden"]),
+    "notes/cooking": ("Cooking tomatoes", "A sauce of tomatoes, garlic and basil.", ["kitchen"]),
+    "notes/soil": ("Soil science", "Tomatoes are mentioned once here, among loam and clay.", ["garden", "science"]),
+    "team/roadmap": ("Roadmap", "Ship the tomato tracker next quarter.", []),
+}
+
+
+@pytest.fixture(params=ENGINES)
+def search_host(request, tmp_path):
+    instance = tmp_path / "instance"
+    instance.mkdir()
+    (instance / "hostcore.toml").write_text(
+        f'PLUGINS = ["git", "tokens", "{request.param}"]\nSTORAGE = "git"\nSEARCH = "{request.param}"\n'
+        'PUBLIC_URL = "https://wiki.example.org"\n'
+    )
+    app = create_app(instance_path=instance)
+    host = app.extensions["hostcore"]
+    admin = host.wiki(SYSTEM)
+    admin.save_namespace("notes")
+    admin.save_namespace("team")
+    for slug, (title, body, tags) in CORPUS.items():
+        admin.save_page(slug, body=body, title=title, tags=tags)
+    yield host
+    host.close()
+
+
+def slugs(result):
+    return [h["slug"] for h in result["hits"]]
+
+
+def test_title_match_ranks_first_and_results_for_chatgpt(search_host):
+    result = search_host.wiki(principal("read")).search("soil")
+    assert slugs(result)[0] == "notes/soil"
+    assert result["results"][0] == {"id": "notes/soil", "title": "Soil science", "url": "https://wiki.example.org/notes/soil"}
+    assert "<mark>" in result["hits"][0]["snippet"] or "<mark>" in result["hits"][0]["title"]
+
+
+def test_paging_namespace_and_access(search_host):
+    wiki = search_host.wiki(principal("read"))
+    everything = slugs(wiki.search("tomatoes OR tomato", limit=50))
+    first = wiki.search("tomatoes OR tomato", limit=2)
+    assert first["more"] and first["next_offset"] == 2 and slugs(first) == everything[:2]
+    rest = wiki.search("tomatoes OR tomato", offset=2, limit=50)
+    assert not rest["more"] and rest["next_offset"] is None and slugs(first) + slugs(rest) == everything
+    assert set(slugs(wiki.search("tomato*", namespace="team"))) == {"team/roadmap"}
+    limited = search_host.wiki(principal("read", namespaces=["team"]))
+    assert slugs(limited.search("tomatoes OR tomato")) == ["team/roadmap"]
+    assert slugs(wiki.search("tomatoes tag:garden")) != [] and all(
+        s in ("notes/gardening", "notes/soil") for s in slugs(wiki.search("tomatoes tag:garden"))
+    )
+
+
+def test_snippets_are_escaped(search_host):
+    admin = search_host.wiki(SYSTEM)
+    admin.save_page("notes/xss", body='Danger <script>alert("x")</script> zebra & <b>bold</b>', title="<img src=x>")
+    hit = search_host.wiki(principal("read")).search("zebra")["hits"][0]
+    assert "<script>" not in hit["snippet"] and "&lt;script&gt;" in hit["snippet"]
+    assert "<mark>zebra</mark>" in hit["snippet"] and "<b>" not in hit["snippet"]
+
+
+def test_in_step_with_every_kind_of_write(search_host):
+    wiki = search_host.wiki(SYSTEM)
+    h = wiki.save_page("notes/new", body="quasar")["hash"]
+    assert slugs(wiki.search("quasar")) == ["notes/new"]
+    h = wiki.edit_page("notes/new", h, [{"oldText": "quasar", "newText": "pulsar"}])["hash"]
+    assert slugs(wiki.search("quasar")) == [] and slugs(wiki.search("pulsar")) == ["notes/new"]
+    moved = wiki.move_page("notes/new", "team/new", h)
+    assert slugs(wiki.search("pulsar")) == ["team/new"]
+    renamed = wiki.rename_page("team/new", "Neutron Star", moved["hash"])
+    assert slugs(wiki.search("neutron")) == ["team/neutron-star"]
+    wiki.delete_page("team/neutron-star", renamed["hash"])
+    assert slugs(wiki.search("pulsar")) == []
+
+
+def test_catch_up_after_outside_commit_and_reindex(search_host, tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(search_host.storage.root), str(clone)], check=True)
+    (clone / "notes" / "outside.md").write_text("---\ntitle: From outside\n---\nmagnetar\n")
+    (clone / "notes" / "cooking.md").unlink()
+    subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "outside"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+    wiki = search_host.wiki(SYSTEM)
+    assert slugs(wiki.search("magnetar")) == []
+    search_host.start()
+    assert slugs(wiki.search("magnetar")) == ["notes/outside"]
+    assert "notes/cooking" not in slugs(wiki.search("garlic OR tomatoes"))
+
+    result = CliRunner().invoke(main, ["reindex", "--instance", str(search_host.instance_path)])
+    assert result.exit_code == 0, result.output
+    assert "indexed 4 pages" in result.stdout and "indexing pages" in result.stderr
+
+
+def test_index_failure_never_loses_the_write(search_host, monkeypatch):
+    wiki = search_host.wiki(SYSTEM)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(search_host.search, "update", broken)
+    saved = wiki.save_page("notes/kept", body="supernova")
+    assert wiki.read_page("notes/kept")["hash"] == saved["hash"]
+    monkeypatch.undo()
+    assert slugs(wiki.search("supernova")) == []
+    search_host.start()  # start-up repair
+    assert slugs(wiki.search("supernova")) == ["notes/kept"]
+
+
+def test_fetch_round_trip_and_errors(search_host):
+    wiki = search_host.wiki(principal("read"))
+    first = wiki.search("basil")["results"][0]
+    page = wiki.fetch(first["id"])
+    assert page["id"] == "notes/cooking" and page["title"] == "Cooking tomatoes" and page["url"] == first["url"]
+    assert page["text"].startswith("A sauce") and page["metadata"]["tags"] == ["kitchen"]
+    with pytest.raises(ValidationError) as err:
+        wiki.search("   ")
+    assert err.value.field == "query"
+
+
+def test_no_search_backend_means_no_search_tools(host):
+    assert "search" not in host.tools and "fetch" not in host.tools
+    with pytest.raises(Unavailable):
+        host.wiki(SYSTEM).search("x")
