@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import mcp_types as types
-from a2wsgi import ASGIMiddleware
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -33,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from . import __version__
 from .auth import Principal
+from .bridge import WsgiToAsgi
 from .errors import HostcoreError, InternalError, NotFound
 from .resources import Prompt
 from .tools import Tool
@@ -121,7 +121,7 @@ class McpEndpoint:
         self._definitions = [_tool_definition(t) for t in host.tools.values()]
         self._pid: int | None = None
         self._start_lock = threading.Lock()
-        self._wsgi: ASGIMiddleware | None = None
+        self._wsgi: WsgiToAsgi | None = None
         self._holder: concurrent.futures.Future[None] | None = None
 
     def _optional_handlers(self, host: Host) -> dict[str, Any]:
@@ -166,7 +166,7 @@ class McpEndpoint:
             self._holder = asyncio.run_coroutine_threadsafe(self._hold(manager, ready), loop)
             if not ready.wait(10):
                 raise RuntimeError("the MCP session manager did not start within 10 s")
-            self._wsgi = ASGIMiddleware(StreamableHTTPASGIApp(manager), loop=loop)
+            self._wsgi = WsgiToAsgi(StreamableHTTPASGIApp(manager), loop)
             self._pid = os.getpid()
 
     @staticmethod
@@ -197,6 +197,9 @@ class McpEndpoint:
         kwargs = {**arguments, **{k: v for k, v in available.items() if k in obj.inject}}
         if inspect.iscoroutinefunction(obj.fn):
             return await obj.fn(**kwargs)
+        if getattr(obj, "read_only", False):
+            # Reads take well under a millisecond; a hop to a worker thread would cost more than they do.
+            return obj.fn(**kwargs)
         return await anyio.to_thread.run_sync(functools.partial(obj.fn, **kwargs))
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
