@@ -17,13 +17,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -31,11 +26,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+from hostcore import testing
+from hostcore.testing import stop_process_group
+
+E2E_STORAGE = os.environ.get("HOSTCORE_E2E_STORAGE", "")
+"""Run the suite on another storage backend than the instance default: HOSTCORE_E2E_STORAGE=fs or git."""
+E2E_ENV = {"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens"])} if E2E_STORAGE else {}
+
+
+def cli(instance: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return testing.cli(instance, *args, check=check, env=E2E_ENV)
+
+
+def create_token(instance: Path, name: str, scopes: Any, namespaces: Any = ()) -> str:
+    return testing.create_token(instance, name, scopes, namespaces, env=E2E_ENV)
+
+
+def start_server(instance: Path, workers: int = 2, log: Path | None = None) -> tuple[Any, str, int, Path]:
+    return testing.start_server(instance, workers, log, env=E2E_ENV)
 
 MODES = ("2026-07-28", "legacy")
 """Protocol modes of the official client: 2026-07-28 (stateless, no handshake) and the
@@ -52,64 +65,6 @@ TOKEN_MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "team_admin": (("admin",), ("team",)),
     "team_ops_write": (("write",), ("team", "ops")),
 }
-
-STARTUP_TIMEOUT = 30.0
-
-E2E_STORAGE = os.environ.get("HOSTCORE_E2E_STORAGE", "")
-"""Run the suite on another storage backend than the instance default: HOSTCORE_E2E_STORAGE=fs or git."""
-
-
-def hostcore_env() -> dict[str, str]:
-    """The environment for hostcore subprocesses: none of ours leaks in, except the storage choice."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOSTCORE_")}
-    if E2E_STORAGE:
-        env["HOSTCORE_STORAGE"] = E2E_STORAGE
-        env["HOSTCORE_PLUGINS"] = json.dumps([E2E_STORAGE, "tokens"])
-    return env
-
-
-def hostcore_cmd() -> list[str]:
-    """The `hostcore` console script of the running interpreter's environment."""
-    beside = Path(sys.executable).with_name("hostcore")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("hostcore")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "from hostcore.cli import run; run()"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cli(instance: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run ``hostcore --instance DIR ARGS`` and return the completed process."""
-    env = hostcore_env()
-    proc = subprocess.run(
-        [*hostcore_cmd(), "--instance", str(instance), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"hostcore {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def create_token(instance: Path, name: str, scopes: tuple[str, ...] | list[str], namespaces: tuple[str, ...] | list[str] = ()) -> str:
-    args = ["token", "create", "--name", name]
-    for s in scopes:
-        args += ["--scope", s]
-    for ns in namespaces:
-        args += ["--namespace", ns]
-    out = cli(instance, *args).stdout.strip()
-    assert re.fullmatch(r"hc_\S+", out), f"token create printed more than the token: {out!r}"
-    return out
-
 
 @dataclass
 class RunningServer:
@@ -193,66 +148,6 @@ class RunningServer:
 
     def create_token(self, name: str, scopes: list[str] | tuple[str, ...], namespaces: list[str] | tuple[str, ...] = ()) -> str:
         return create_token(self.instance, name, scopes, namespaces)
-
-
-def _wait_until_up(proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    last: Exception | None = None
-    with httpx.Client(timeout=2.0) as http:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"hostcore serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            try:
-                if http.get(base + "/.well-known/oauth-protected-resource/_/mcp").status_code == 200:
-                    return
-            except httpx.HTTPError as exc:
-                last = exc
-            time.sleep(0.1)
-    raise RuntimeError(f"hostcore serve did not answer within {STARTUP_TIMEOUT}s ({last}):\n{log.read_text(errors='replace')}")
-
-
-def stop_process_group(proc: subprocess.Popen[Any]) -> None:
-    """TERM the whole process group (gunicorn arbiter and workers), KILL it if it lingers."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    # The arbiter may be gone while a worker still lingers: sweep the group either way.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    if proc.poll() is None:
-        proc.wait(timeout=10)
-
-
-def start_server(instance: Path, workers: int = 2, log: Path | None = None) -> tuple[subprocess.Popen[bytes], str, int, Path]:
-    """Start ``hostcore serve`` in its own process group on a free loopback port; wait until it answers."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = log or instance.parent / f"serve-{port}.log"
-    env = hostcore_env()
-    env["HOSTCORE_PUBLIC_URL"] = base
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-    try:
-        _wait_until_up(proc, base, log)
-    except BaseException:
-        stop_process_group(proc)
-        raise
-    return proc, base, port, log
 
 
 @pytest.fixture(scope="session")
