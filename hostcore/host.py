@@ -51,8 +51,10 @@ class Host:
         self.search_backends: dict[str, type[SearchBackend]] = {}
         pm.hook.register_storage_backends(register=_registry("storage", Storage, self.storage_backends))
         pm.hook.register_search_backends(register=_registry("search", SearchBackend, self.search_backends))
-        self.storage = self._make_storage()
-        self.search = self._make_search()
+        self.storage: Storage = self._make_backend("STORAGE", "storage", self.storage_backends, "wiki")
+        self.search: SearchBackend | None = (
+            self._make_backend("SEARCH", "search", self.search_backends, "search") if self.config["SEARCH"] else None
+        )
         self.links = LinkGraph(self.instance_path / "links.sqlite")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
@@ -84,25 +86,15 @@ class Host:
 
         return register
 
-    def _make_storage(self) -> Storage:
-        name = self.config["STORAGE"]
-        cls = self.storage_backends.get(name)
+    def _make_backend(self, setting: str, kind: str, table: dict[str, type], folder: str) -> Any:
+        """The backend the ``setting`` names, built on its folder (``path`` in its plugin config)."""
+        name = self.config[setting]
+        cls = table.get(name)
         if cls is None:
-            known = ", ".join(sorted(self.storage_backends)) or "none"
-            raise StartupError(f"STORAGE: no storage backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
+            known = ", ".join(sorted(table)) or "none"
+            raise StartupError(f"{setting}: no {kind} backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
         settings = self.plugin_config(name)
-        return cls(self.instance_path / settings.pop("path", "wiki"), settings)
-
-    def _make_search(self) -> SearchBackend | None:
-        name = self.config["SEARCH"]
-        if not name:
-            return None
-        cls = self.search_backends.get(name)
-        if cls is None:
-            known = ", ".join(sorted(self.search_backends)) or "none"
-            raise StartupError(f"SEARCH: no search backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
-        settings = self.plugin_config(name)
-        return cls(self.instance_path / settings.pop("path", "search"), settings)
+        return cls(self.instance_path / settings.pop("path", folder), settings)
 
     def start(self) -> None:
         """Run every plugin's ``startup`` hook (config checks, catch-up)."""

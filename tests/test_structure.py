@@ -160,3 +160,24 @@ def test_link_graph_catches_up_after_an_outside_commit(git_host, tmp_path):
     assert wiki.backlinks("notes/a")["backlinks"] == []
     git_host.start()
     assert wiki.backlinks("notes/a")["backlinks"] == [{"slug": "notes/b", "title": "B"}]
+
+
+def test_health_shows_the_backup_push(tmp_path):
+    from hostcore import create_app
+
+    remote = tmp_path / "backup.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    app = create_app(
+        {"PLUGINS": ["git"], "STORAGE": "git", "PLUGIN_CONFIG": {"git": {"remote": str(remote)}}}, instance_path=tmp_path / "i"
+    )
+    host = app.extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    wiki.save_namespace("notes")
+    head = wiki.recent_changes(1)["commits"][0]["id"]
+    deadline = time.time() + 20
+    while time.time() < deadline and wiki.health()["storage"]["push"].get("commit") != head:
+        time.sleep(0.1)
+    push = wiki.health()["storage"]["push"]
+    assert push["ok"] is True and push["commit"] == head and push["failures"] == 0
+    assert subprocess.run(["git", "--git-dir", str(remote), "rev-parse", "main"], capture_output=True, text=True).stdout.strip() == head
+    host.close()
