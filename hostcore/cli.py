@@ -21,9 +21,9 @@ from .errors import HostcoreError
 from .host import Host
 from .plugins import describe, make_plugin_manager
 
-EMBEDDED_PLUGINS = ["git", "tokens"]
+EMBEDDED_PLUGINS = ["git", "tokens", "sqlite"]
 EMBEDDED_STORAGE = "git"
-EMBEDDED_SEARCH = ""
+EMBEDDED_SEARCH = "sqlite"
 
 CONFIG_TEMPLATE = """\
 # hostcore instance configuration. Every key can be overridden by a HOSTCORE_<KEY> variable.

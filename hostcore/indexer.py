@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hostcore.index")
 BATCH = 500
+OPTIMIZE_AFTER = 1000  # pages indexed in one catch-up that make compacting the index worth it
 
 
 def doc_of(page: Page) -> SearchDoc:
@@ -61,6 +62,8 @@ def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -
             progress(len(chunk))
     if gone:
         host.search.update([], gone)
+    if len(stale) >= OPTIMIZE_AFTER:
+        host.search.optimize()
     return len(stale), len(gone)
 
 

@@ -81,5 +81,8 @@ class SearchBackend(ABC):
         """Empty the index."""
         self.update(removed=list(self.hashes()))
 
+    def optimize(self) -> None:
+        """Compact the index after a bulk load (reindex, a large start-up catch-up). Optional."""
+
     def close(self) -> None:
         """Release resources."""

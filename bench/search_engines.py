@@ -1,0 +1,515 @@
+"""Compare embedded search engines on synthetic wiki pages. Prints figures, never pass/fail.
+
+    python bench/search_engines.py --pages 10000
+    python bench/search_engines.py --pages 50000 --engines fts5,tantivy
+    python bench/search_engines.py --pages 2000 --engines fts5,tantivy,plugin,sqlite
+
+For each engine: index build time, index size on disk, median and p95 latency over 100 varied
+queries returning 20 hits with snippets (single words, two words, phrases, prefixes, OR, NOT, a tag
+filter, namespace-restricted), and the cost of updating one page until a *fresh reader* (a second
+handle, as another worker process would hold) sees it. ``plugin`` runs the hostcore-tantivy
+backend itself (its own query parser and highlighter) through the same queries; ``sqlite`` does the
+same for the hostcore-sqlite-search backend (SQLite FTS5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sqlite3
+import statistics
+import string
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+NAMESPACES = ["eng", "ops", "product", "people", "research", "support", "design", "notes"]
+TAGS = [
+    "howto", "runbook", "adr", "meeting", "draft", "incident", "api", "onboarding", "security",
+    "postgres", "kubernetes", "billing", "roadmap", "faq", "release", "python", "frontend", "infra",
+]
+COMMON = (
+    "the of and to in is for that with on as are this be by it from or at an was which can not "
+    "we will when use you has have if more all one should also there each these into other"
+).split()
+TOPICAL = (
+    "deploy server database backup restore cluster latency cache queue worker token user login "
+    "invoice payment customer report metric alert dashboard release migration schema index query "
+    "search storage bucket upload download permission role access audit review design sketch "
+    "prototype research interview survey feedback roadmap milestone sprint ticket incident outage "
+    "postmortem runbook kubernetes postgres python javascript frontend backend network firewall "
+    "certificate rotation secret config pipeline build test coverage benchmark memory thread "
+    "process lock commit branch merge conflict version history page namespace wiki markdown link"
+).split()
+
+
+@dataclass
+class Doc:
+    slug: str
+    title: str
+    body: str
+    tags: tuple[str, ...]
+    hash: str
+
+    @property
+    def namespace(self) -> str:
+        return self.slug.split("/", 1)[0]
+
+
+class Corpus:
+    """Zipf-distributed vocabulary: common words, topical words, then a long tail of made-up ones."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        tail = {self._made_up() for _ in range(30000)}
+        self.vocab = COMMON + TOPICAL + sorted(tail - set(COMMON) - set(TOPICAL))
+        weights = [1 / (rank + 1) ** 1.05 for rank in range(len(self.vocab))]
+        self._cum = list(_accumulate(weights))
+
+    def _made_up(self) -> str:
+        syllables = ["ka", "lo", "ve", "tri", "mon", "sa", "del", "qu", "ro", "zen", "pa", "ti", "gor", "ex"]
+        return "".join(self.rng.choice(syllables) for _ in range(self.rng.randint(2, 4)))
+
+    def words(self, n: int) -> list[str]:
+        return self.rng.choices(self.vocab, cum_weights=self._cum, k=n)
+
+    def sentence(self) -> str:
+        words = self.words(self.rng.randint(6, 18))
+        return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+
+    def page(self, i: int) -> Doc:
+        rng = self.rng
+        ns = NAMESPACES[i % len(NAMESPACES)]
+        title_words = [rng.choice(TOPICAL) for _ in range(rng.randint(1, 3))] + self.words(rng.randint(1, 3))
+        title = " ".join(title_words).capitalize() + f" {i}"
+        parts: list[str] = []
+        target = rng.randint(2000, 5000)
+        size = 0
+        while size < target:
+            kind = rng.random()
+            if kind < 0.15:
+                block = "## " + " ".join(self.words(rng.randint(2, 5))).capitalize()
+            elif kind < 0.3:
+                block = "\n".join(f"- {self.sentence()}" for _ in range(rng.randint(2, 5)))
+            elif kind < 0.37:
+                block = "```\n" + "\n".join(" ".join(self.words(4)) for _ in range(3)) + "\n```"
+            else:
+                block = " ".join(self.sentence() for _ in range(rng.randint(2, 6)))
+                if rng.random() < 0.3:
+                    block += f" See [[{rng.choice(NAMESPACES)}/page-{rng.randrange(10**6)}]]."
+            parts.append(block)
+            size += len(block) + 2
+        tags = tuple(sorted(set(rng.sample(TAGS, rng.randint(0, 3)))))
+        return Doc(f"{ns}/page-{i}", title, "\n\n".join(parts), tags, f"{i:040x}")
+
+    def queries(self, n: int = 100) -> list[dict]:
+        """Varied queries as structured specs each engine renders into its own syntax."""
+        rng = random.Random(11)
+        mid = self.vocab[len(COMMON) : len(COMMON) + len(TOPICAL) + 400]
+        rare = self.vocab[2000:8000]
+        specs: list[dict] = []
+        for i in range(n):
+            kind = i % 10
+            ns = None if i % 4 else rng.sample(NAMESPACES, 2)
+            if kind == 0:
+                spec = {"words": [rng.choice(mid)]}
+            elif kind == 1:
+                spec = {"words": [rng.choice(rare)]}
+            elif kind == 2:
+                spec = {"words": [rng.choice(mid), rng.choice(mid)]}
+            elif kind == 3:
+                spec = {"phrase": [rng.choice(COMMON), rng.choice(TOPICAL)]}
+            elif kind == 4:
+                spec = {"prefix": rng.choice(TOPICAL)[:4]}
+            elif kind == 5:
+                spec = {"or": [rng.choice(rare), rng.choice(rare)]}
+            elif kind == 6:
+                spec = {"words": [rng.choice(mid)], "not": rng.choice(mid)}
+            elif kind == 7:
+                spec = {"words": [rng.choice(mid)], "tag": rng.choice(TAGS)}
+            elif kind == 8:
+                spec = {"words": [rng.choice(COMMON)]}
+            else:
+                spec = {"words": [rng.choice(TOPICAL), rng.choice(rare)]}
+            spec["ns"] = ns
+            specs.append(spec)
+        return specs
+
+
+def _accumulate(values: list[float]) -> Iterator[float]:
+    total = 0.0
+    for v in values:
+        total += v
+        yield total
+
+
+def as_user_query(spec: dict) -> str:
+    """The hostcore query syntax (what the plugin parses)."""
+    parts = list(spec.get("words", []))
+    if "phrase" in spec:
+        parts.append('"' + " ".join(spec["phrase"]) + '"')
+    if "prefix" in spec:
+        parts.append(spec["prefix"] + "*")
+    if "or" in spec:
+        parts.append(" OR ".join(spec["or"]))
+    if "not" in spec:
+        parts.append("-" + spec["not"])
+    if "tag" in spec:
+        parts.append("tag:" + spec["tag"])
+    return " ".join(parts)
+
+
+class Engine:
+    name = ""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def build(self, docs: list[Doc]) -> None: ...
+    def search(self, spec: dict) -> list[tuple[str, str]]: ...
+    def update_and_check(self, doc: Doc) -> None:
+        """Write one page, then make a second handle (another process's reader) see it."""
+
+    def extra(self) -> dict[str, float]:
+        """Engine-specific figures."""
+        return {}
+
+    def close(self) -> None: ...
+
+
+class Fts5(Engine):
+    name = "fts5"
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        root.mkdir(parents=True)
+        self.path = root / "search.sqlite"
+        self.db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        return db
+
+    def build(self, docs: list[Doc]) -> None:
+        self.db.executescript(
+            """
+            CREATE TABLE docs(id INTEGER PRIMARY KEY, slug TEXT UNIQUE, namespace TEXT, hash TEXT);
+            CREATE INDEX docs_ns ON docs(namespace);
+            CREATE VIRTUAL TABLE fts USING fts5(title, body, tags,
+                tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+            """
+        )
+        self.db.execute("BEGIN")
+        for d in docs:
+            self._put(d)
+        self.db.execute("COMMIT")
+        self.db.execute("INSERT INTO fts(fts) VALUES('optimize')")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _put(self, d: Doc) -> None:
+        row = self.db.execute("SELECT id FROM docs WHERE slug=?", (d.slug,)).fetchone()
+        if row:
+            self.db.execute("DELETE FROM fts WHERE rowid=?", row)
+            self.db.execute("DELETE FROM docs WHERE id=?", row)
+        cur = self.db.execute("INSERT INTO docs(slug, namespace, hash) VALUES(?,?,?)", (d.slug, d.namespace, d.hash))
+        self.db.execute(
+            "INSERT INTO fts(rowid, title, body, tags) VALUES(?,?,?,?)",
+            (cur.lastrowid, d.title, d.body, " ".join(d.tags)),
+        )
+
+    @staticmethod
+    def match(spec: dict) -> str:
+        parts = [f'"{w}"' for w in spec.get("words", [])]
+        if "phrase" in spec:
+            parts.append('"' + " ".join(spec["phrase"]) + '"')
+        if "prefix" in spec:
+            parts.append(f'"{spec["prefix"]}"*')
+        if "or" in spec:
+            parts.append("(" + " OR ".join(f'"{w}"' for w in spec["or"]) + ")")
+        if "tag" in spec:
+            parts.append(f'tags:"{spec["tag"]}"')
+        q = " AND ".join(parts)
+        if "not" in spec:
+            q += f' NOT "{spec["not"]}"'
+        return q
+
+    def search(self, spec: dict) -> list[tuple[str, str]]:
+        sql = (
+            "SELECT docs.slug, snippet(fts, 1, '<mark>', '</mark>', '…', 24) FROM fts "
+            "JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?"
+        )
+        args: list = [self.match(spec)]
+        if spec["ns"]:
+            sql += f" AND docs.namespace IN ({','.join('?' * len(spec['ns']))})"
+            args += spec["ns"]
+        sql += " ORDER BY bm25(fts, 10.0, 1.0, 5.0) LIMIT 21"
+        return self.db.execute(sql, args).fetchall()
+
+    def update_and_check(self, doc: Doc) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        self._put(doc)
+        self.db.execute("COMMIT")
+        if not hasattr(self, "reader"):
+            self.reader = self._connect()
+        found = self.reader.execute(
+            "SELECT docs.slug FROM fts JOIN docs ON docs.id=fts.rowid WHERE fts MATCH ?", (f'"{doc.title.split()[-1]}"',)
+        ).fetchall()
+        assert (doc.slug,) in found
+
+    def close(self) -> None:
+        self.db.close()
+        if hasattr(self, "reader"):
+            self.reader.close()
+
+
+class Tantivy(Engine):
+    name = "tantivy"
+
+    def __init__(self, root: Path) -> None:
+        import tantivy
+
+        super().__init__(root)
+        root.mkdir(parents=True)
+        self.t = tantivy
+        sb = tantivy.SchemaBuilder()
+        sb.add_text_field("slug", stored=True, tokenizer_name="raw")
+        sb.add_text_field("namespace", tokenizer_name="raw")
+        sb.add_text_field("tag", tokenizer_name="raw")
+        sb.add_text_field("title", stored=True)
+        sb.add_text_field("body", stored=True)
+        sb.add_text_field("tags", stored=True)
+        sb.add_text_field("hash", stored=True, index_option="basic", tokenizer_name="raw")
+        self.schema = sb.build()
+        self.index = tantivy.Index(self.schema, path=str(root))
+        self.index.config_reader(reload_policy="manual")
+
+    def _doc(self, d: Doc):
+        doc = self.t.Document(slug=d.slug, namespace=d.namespace, title=d.title, body=d.body,
+                              tags=" ".join(d.tags), hash=d.hash)
+        for tag in d.tags:
+            doc.add_text("tag", tag)
+        return doc
+
+    def build(self, docs: list[Doc]) -> None:
+        writer = self.index.writer(heap_size=200_000_000)
+        for d in docs:
+            writer.add_document(self._doc(d))
+        writer.commit()
+        writer.wait_merging_threads()
+        self.index.reload()
+
+    def search(self, spec: dict) -> list[tuple[str, str]]:
+        q = self.query(spec)
+        searcher = self.index.searcher()
+        hits = searcher.search(q, 21).hits
+        gen = self.t.SnippetGenerator.create(searcher, q, self.schema, "body")
+        gen.set_max_num_chars(200)
+        out = []
+        for _score, addr in hits:
+            doc = searcher.doc(addr)
+            out.append((doc["slug"][0], gen.snippet_from_doc(doc).to_html()))
+        return out
+
+    def query(self, spec: dict):
+        t, s = self.t, self.schema
+        Occur = t.Occur
+
+        def field_or(make):
+            return t.Query.boolean_query(
+                [(Occur.Should, t.Query.boost_query(make("title"), 3.0)),
+                 (Occur.Should, make("body")), (Occur.Should, t.Query.boost_query(make("tags"), 2.0))]
+            )
+
+        must = []
+        for w in spec.get("words", []):
+            must.append(field_or(lambda f, w=w: t.Query.term_query(s, f, w)))
+        if "phrase" in spec:
+            must.append(field_or(lambda f: t.Query.phrase_query(s, f, spec["phrase"])))
+        if "prefix" in spec:
+            must.append(field_or(lambda f: t.Query.phrase_prefix_query(s, f, [spec["prefix"]])))
+        if "or" in spec:
+            must.append(t.Query.boolean_query(
+                [(Occur.Should, field_or(lambda f, w=w: t.Query.term_query(s, f, w))) for w in spec["or"]]))
+        clauses = [(Occur.Must, q) for q in must]
+        if "not" in spec:
+            clauses.append((Occur.MustNot, field_or(lambda f: t.Query.term_query(s, f, spec["not"]))))
+        if "tag" in spec:
+            clauses.append((Occur.Must, t.Query.const_score_query(t.Query.term_query(s, "tag", spec["tag"]), 0.0)))
+        if spec["ns"]:
+            clauses.append((Occur.Must, t.Query.const_score_query(
+                t.Query.term_set_query(s, "namespace", spec["ns"]), 0.0)))
+        return t.Query.boolean_query(clauses)
+
+    def update_and_check(self, doc: Doc) -> None:
+        writer = self.index.writer(heap_size=15_000_000, num_threads=1)
+        writer.delete_documents_by_term("slug", doc.slug)
+        writer.add_document(self._doc(doc))
+        writer.commit()
+        writer.wait_merging_threads()
+        if not hasattr(self, "reader"):
+            self.reader = self.t.Index.open(str(self.root))
+            self.reader.config_reader(reload_policy="manual")
+        self.reader.reload()
+        word = doc.title.split()[-1]
+        hits = self.reader.searcher().search(self.t.Query.term_query(self.schema, "title", word), 5).hits
+        assert hits
+
+
+class Plugin(Engine):
+    """The hostcore-tantivy backend end to end: its parser, filters and highlighter."""
+
+    name = "plugin"
+
+    def __init__(self, root: Path) -> None:
+        from hostcore import SearchDoc
+        from hostcore_tantivy import TantivySearch
+
+        super().__init__(root)
+        self.make_doc = lambda d: SearchDoc(d.slug, d.title, d.body, d.tags, d.hash)
+        self.backend = TantivySearch(root)
+        self.other = TantivySearch(root)
+
+    def build(self, docs: list[Doc]) -> None:
+        for start in range(0, len(docs), 5000):
+            self.backend.update([self.make_doc(d) for d in docs[start : start + 5000]])
+        self.backend.close()  # waits for the background merges, which belong to the build
+
+    def search(self, spec: dict) -> list[tuple[str, str]]:
+        res = self.backend.search(as_user_query(spec), namespaces=spec["ns"], limit=20)
+        return [(h.slug, h.snippet) for h in res.hits]
+
+    def update_and_check(self, doc: Doc) -> None:
+        self.backend.update([self.make_doc(doc)])
+        assert self.other.search(f'"{doc.title}"', namespaces=None).hits
+
+    def extra(self) -> dict[str, float]:
+        return {"hashes_ms": timed(self.other.hashes)}
+
+    def close(self) -> None:
+        self.backend.close()
+        self.other.close()
+
+
+class Sqlite(Engine):
+    """The hostcore-sqlite-search backend end to end: shared parser, FTS5 MATCH, snippets."""
+
+    name = "sqlite"
+
+    def __init__(self, root: Path) -> None:
+        from hostcore import SearchDoc
+        from hostcore_sqlite_search import SqliteSearch
+
+        super().__init__(root)
+        self.make_doc = lambda d: SearchDoc(d.slug, d.title, d.body, d.tags, d.hash)
+        self.backend = SqliteSearch(root)
+        self.other = SqliteSearch(root)
+
+    def build(self, docs: list[Doc]) -> None:
+        for start in range(0, len(docs), 500):  # the batch size of hostcore's start-up catch-up
+            self.backend.update([self.make_doc(d) for d in docs[start : start + 500]])
+        db = sqlite3.connect(self.backend.path)  # as for fts5: measure the database, not the WAL
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.close()
+
+    def search(self, spec: dict) -> list[tuple[str, str]]:
+        res = self.backend.search(as_user_query(spec), namespaces=spec["ns"], limit=20)
+        return [(h.slug, h.snippet) for h in res.hits]
+
+    def update_and_check(self, doc: Doc) -> None:
+        self.backend.update([self.make_doc(doc)])
+        assert self.other.search(f'"{doc.title}"', namespaces=None).hits
+
+    def extra(self) -> dict[str, float]:
+        return {"hashes_ms": timed(self.other.hashes)}
+
+    def close(self) -> None:
+        self.backend.close()
+        self.other.close()
+
+
+ENGINES: dict[str, type[Engine]] = {e.name: e for e in (Fts5, Tantivy, Plugin, Sqlite)}
+
+
+def disk_size(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def run(name: str, docs: list[Doc], corpus: Corpus, specs: list[dict], workdir: Path) -> dict[str, float]:
+    engine = ENGINES[name](workdir / name)
+    build_s = timed(lambda: engine.build(docs)) / 1000
+    size_mb = disk_size(engine.root) / 1e6
+    for spec in specs[:10]:
+        engine.search(spec)
+    latencies = [timed(lambda spec=spec: engine.search(spec)) for spec in specs]
+    by_kind: dict[str, list[float]] = {}
+    for spec, ms in zip(specs, latencies):
+        kind = next(k for k in ("phrase", "prefix", "or", "not", "tag", "words") if k in spec)
+        by_kind.setdefault(kind, []).append(ms)
+    updates = []
+    rng = random.Random(3)
+    for _ in range(30):
+        i = rng.randrange(len(docs))
+        fresh = corpus.page(i)
+        fresh.title = f"Updated {''.join(rng.choices(string.ascii_lowercase, k=10))}"
+        updates.append(timed(lambda fresh=fresh: engine.update_and_check(fresh)))
+        time.sleep(0.05)  # saves are not back to back: let background work (merges) finish
+    extra = engine.extra()
+    engine.close()
+    return {
+        "build_s": build_s,
+        "size_mb": size_mb,
+        "p50_ms": statistics.median(latencies),
+        "p95_ms": pct(latencies, 95),
+        "max_ms": max(latencies),
+        "update_p50_ms": statistics.median(updates),
+        "update_p95_ms": pct(updates, 95),
+        **{f"{k}_p50": statistics.median(v) for k, v in by_kind.items()},
+        **extra,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pages", type=int, default=10000)
+    ap.add_argument("--engines", default="fts5,tantivy")
+    ap.add_argument("--keep", help="folder to build the indexes in (kept); default: a temporary one")
+    args = ap.parse_args(argv)
+    corpus = Corpus()
+    t0 = time.perf_counter()
+    docs = [corpus.page(i) for i in range(args.pages)]
+    avg = sum(len(d.body) for d in docs) / len(docs)
+    print(f"{args.pages} pages, {avg / 1000:.1f} KB body on average, generated in {time.perf_counter() - t0:.1f} s")
+    specs = corpus.queries(100)
+    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="hostcore-bench-"))
+    try:
+        for name in args.engines.split(","):
+            figures = run(name, docs, corpus, specs, workdir)
+            print(f"\n{name}")
+            for key, value in figures.items():
+                print(f"  {key:16} {value:10.2f}")
+            sys.stdout.flush()
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,361 @@
+"""Full-text search on SQLite FTS5, in one database file in the instance folder.
+
+Nothing to install beyond Python: this is hostcore's embedded search. Processes share the index
+through SQLite itself:
+
+- The database runs in WAL mode. A writer (any gunicorn worker, the CLI) takes the write lock with
+  ``BEGIN IMMEDIATE``, replaces and deletes pages and commits in one transaction; another writer
+  waits (``busy_timeout``, then retries) instead of failing. A save costs about a millisecond:
+  FTS5 merges its segments a little at every write, so there are no long merge stalls.
+- Every search is its own read transaction, so it sees every commit made before it started, by any
+  process.
+
+Layout: ``pages`` holds slug, namespace, title, tags and hash; the FTS5 table ``fts`` (same rowid)
+holds the searchable text once: title, body, tags, and a hidden ``keys`` column of filter tokens
+(one per tag and one for the namespace) so tag and namespace filters run inside the MATCH, and
+paging stays exact. Ranking is FTS5's bm25 over body and tags plus a boosted bm25 over the title
+alone, so a page whose title matches comes first. User words never reach MATCH as syntax: the
+shared query tree (:func:`hostcore.parse_query`) is compiled with every word quoted and restricted
+to the text columns.
+
+Cost: matching is cheap; ranking computes bm25 for every matching page, so a word found on most of
+50,000 pages takes tens of milliseconds (tantivy, which skips hopeless documents, stays near 1 ms).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+import unicodedata
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hostcore import (
+    And,
+    Not,
+    Or,
+    Phrase,
+    QueryNode,
+    SearchBackend,
+    SearchDoc,
+    SearchHit,
+    SearchResults,
+    Tag,
+    Term,
+    Unavailable,
+    ValidationError,
+    hookimpl,
+    parse_query,
+)
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # bump when the schema or tokenizer changes: a new file is built from storage
+# Score: bm25 over body and tags plus TITLE_BOOST times bm25 over the title alone. FTS5's bm25 adds
+# column weights into one saturating term frequency, so a weighted title in one bm25 call can still
+# lose to a body repeating the word; a separate title score keeps title matches on top.
+TITLE_BOOST = 8.0
+TAGS_WEIGHT = 4.0
+SNIPPET_TOKENS = 32  # FTS5 cuts snippets by tokens: about 200 characters of ordinary text
+MAX_LIMIT = 1000
+BUSY_TIMEOUT_MS = 5000
+WAL_LIMIT = 8_000_000
+WRITE_DEADLINE_S = 60.0  # keep retrying a busy database this long before giving up
+
+_START, _END = "\x02", "\x03"  # match markers FTS5 puts around hits; swapped for <mark> after escaping
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # also keeps the markers out of indexed text
+_WORD = re.compile(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
+_SPACES = re.compile(r"\s+")
+_TEXT_COLUMNS = "{title body tags}"
+_ALL_KEY = "k"  # in every row's ``keys``: what a lone exclusion subtracts from
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS pages(
+    id INTEGER PRIMARY KEY,
+    slug TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    title, body, tags, keys,
+    tokenize = 'unicode61 remove_diacritics 2',
+    prefix = '2 3'
+)
+"""
+SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0)"  # lower is better
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub(" ", unicodedata.normalize("NFC", text))
+
+
+def analyse(text: str) -> list[str]:
+    """Split ``text`` into words as FTS5's unicode61 tokenizer does (FTS5 folds case and accents)."""
+    return [w.lower() for w in _WORD.findall(unicodedata.normalize("NFC", text))]
+
+
+def _key(kind: str, value: str) -> str:
+    """A filter token: hex keeps any tag or namespace one unicode61 token."""
+    return kind + value.encode().hex()
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def compile_match(node: QueryNode) -> str:
+    """The FTS5 MATCH expression for a parsed query; every user word is a quoted string."""
+    if isinstance(node, Term | Phrase):
+        words = node.text if isinstance(node, Term) else " ".join(node.words)
+        return f"{_TEXT_COLUMNS} : {_quoted(words)}" + (" *" if node.prefix else "")
+    if isinstance(node, Tag):
+        return f"keys : {_quoted(_key('t', unicodedata.normalize('NFC', node.name)))}"
+    if isinstance(node, Not):  # alone (the parser puts it inside an And): everything but it
+        return f"(keys : {_quoted(_ALL_KEY)} NOT ({compile_match(node.node)}))"
+    if isinstance(node, Or):
+        return "(" + " OR ".join(compile_match(n) for n in node.nodes) + ")"
+    wanted = [compile_match(n) for n in node.nodes if not isinstance(n, Not)]
+    unwanted = [compile_match(n.node) for n in node.nodes if isinstance(n, Not)]
+    if not wanted:
+        wanted = [f"keys : {_quoted(_ALL_KEY)}"]
+    expr = "(" + " AND ".join(wanted) + ")"
+    for item in unwanted:
+        expr = f"({expr} NOT ({item}))"
+    return expr
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class SqliteSearch(SearchBackend):
+    """Full-text search over title, body and tags; the best match first, title matches boosted.
+
+    Query syntax (shared with every hostcore search backend, see :mod:`hostcore.query`):
+    - words: ``backup restore`` finds pages with both words (AND is the default; ``AND`` may be
+      written). Case and accents are ignored.
+    - ``"quoted phrase"``: the words next to each other, in order.
+    - ``back*``: words starting with ``back`` (also ``"exact phr*"``).
+    - ``OR``: either side, e.g. ``postgres OR mysql``; AND binds tighter than OR.
+    - ``NOT word`` or ``-word``: leave out pages containing it.
+    - ``( ... )``: grouping, e.g. ``(postgres OR mysql) backup``.
+    - ``tag:name``: only pages carrying that tag (``tag:"two words"`` for spaces).
+    Other punctuation is read as spaces between words. A query with nothing to find (empty, a
+    dangling OR or NOT, only exclusions) is rejected with a hint.
+    """
+
+    name = "sqlite"
+
+    def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(root, config)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path = self.root / f"sqlite-search-v{FORMAT}.db"
+        self._idle: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        self._pid = os.getpid()
+        self._closed = False
+        with self._connection() as db:
+            exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone()
+        if not exists:
+            with self._write() as db:
+                if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone():
+                    for statement in SCHEMA.split(";\n"):
+                        db.execute(statement)
+
+    # connections: a small pool, one connection per concurrent thread, all closed by close()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._retry(lambda: db.execute("PRAGMA journal_mode=WAL"))
+            db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last saves: start-up re-indexes them
+            db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")  # a big batch must not leave a big WAL file
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._guard:
+            if self._closed:
+                raise Unavailable("the search index is closed")
+            if self._pid != os.getpid():  # forked: the parent's connections are not ours to use or close
+                _INHERITED.extend(self._idle)
+                self._idle, self._pid = [], os.getpid()
+            db = self._idle.pop() if self._idle else None
+        if db is None:
+            db = self._connect()
+        try:
+            yield db
+        except BaseException:
+            if db.in_transaction:
+                db.close()  # never hand back a connection in an unknown state
+                raise
+            self._release(db)
+            raise
+        self._release(db)
+
+    def _release(self, db: sqlite3.Connection) -> None:
+        with self._guard:
+            if not self._closed and self._pid == os.getpid():
+                self._idle.append(db)
+                return
+        db.close()
+
+    @staticmethod
+    def _retry(action: Any) -> Any:
+        """Run ``action``, retrying while another process holds the database past busy_timeout."""
+        deadline = time.monotonic() + WRITE_DEADLINE_S
+        attempt = 0
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise Unavailable("the search index stays locked by another program; try again later") from exc
+                attempt += 1
+                time.sleep(min(0.005 * attempt, 0.1))
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; waits for (never fails on) other writers."""
+        with self._connection() as db:
+            self._retry(lambda: db.execute("BEGIN IMMEDIATE"))
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._retry(lambda: db.execute("COMMIT"))
+
+    # writing
+
+    def update(self, docs: Sequence[SearchDoc] = (), removed: Sequence[str] = ()) -> None:
+        if not docs and not removed:
+            return
+        with self._write() as db:
+            for slug in removed:
+                self._delete(db, slug)
+            for doc in docs:
+                self._delete(db, doc.slug)
+                self._insert(db, doc)
+
+    @staticmethod
+    def _delete(db: sqlite3.Connection, slug: str) -> None:
+        row = db.execute("DELETE FROM pages WHERE slug = ? RETURNING id", (slug,)).fetchone()
+        if row is not None:
+            db.execute("DELETE FROM fts WHERE rowid = ?", row)
+
+    @staticmethod
+    def _insert(db: sqlite3.Connection, doc: SearchDoc) -> None:
+        title, tags = _clean(doc.title), [_clean(tag) for tag in doc.tags]
+        (rowid,) = db.execute(
+            "INSERT INTO pages(slug, namespace, title, tags, hash) VALUES(?, ?, ?, ?, ?) RETURNING id",
+            (doc.slug, doc.namespace, title, json.dumps(tags, ensure_ascii=False), doc.hash),
+        ).fetchone()
+        keys = [_ALL_KEY, _key("n", doc.namespace)] + [_key("t", tag.lower()) for tag in tags]
+        db.execute(
+            "INSERT INTO fts(rowid, title, body, tags, keys) VALUES(?, ?, ?, ?, ?)",
+            (rowid, title, _clean(doc.body), "\n".join(tags), " ".join(keys)),
+        )
+
+    def optimize(self) -> None:
+        """Merge FTS5's segments into one: about 30% off search p95 at 50k pages (3.4 s once)."""
+        with self._write() as db:
+            db.execute("INSERT INTO fts(fts) VALUES('optimize')")
+
+    def clear(self) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM pages")
+            db.execute("DELETE FROM fts")
+
+    # reading
+
+    def search(
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20
+    ) -> SearchResults:
+        if offset < 0:
+            raise ValidationError("must be 0 or more", field="offset")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ValidationError(f"must be between 1 and {MAX_LIMIT}", field="limit")
+        node = parse_query(query, analyse)
+        if namespaces is not None and not namespaces:
+            return SearchResults([], False)
+        match = compile_match(node)
+        if namespaces is not None:
+            match = f"({match}) AND keys : (" + " OR ".join(_quoted(_key("n", ns)) for ns in sorted(namespaces)) + ")"
+        # SQLite keeps only the best limit + offset rows while it scans (snippets are built for
+        # rows entering that set, not for every match).
+        sql = (
+            f"SELECT pages.slug, pages.title, pages.tags, {SCORE} AS score,"
+            f" snippet(fts, 1, '{_START}', '{_END}', '…', {SNIPPET_TOKENS}),"
+            f" highlight(fts, 0, '{_START}', '{_END}')"
+            " FROM fts CROSS JOIN pages ON pages.id = fts.rowid"
+            " WHERE fts MATCH ? ORDER BY score, fts.rowid LIMIT ? OFFSET ?"
+        )
+        with self._connection() as db:
+            try:
+                rows = db.execute(sql, (match, limit + 1, offset)).fetchall()
+            except sqlite3.OperationalError as exc:  # not expected: compile_match quotes every word
+                if "fts5" not in str(exc):
+                    raise
+                log.warning("sqlite search: FTS5 rejected %r compiled from %r: %s", match, query, exc)
+                raise ValidationError("could not be understood; use plain words", field="query") from exc
+        hits = [
+            SearchHit(
+                slug=slug,
+                title=title,
+                tags=tuple(json.loads(tags)),
+                snippet=_snippet(snippet, marked_title),
+                score=-float(rank),
+            )
+            for slug, title, tags, rank, snippet, marked_title in rows[:limit]
+        ]
+        return SearchResults(hits, len(rows) > limit)
+
+    def hashes(self) -> dict[str, str]:
+        with self._connection() as db:
+            return dict(db.execute("SELECT slug, hash FROM pages").fetchall())
+
+    def close(self) -> None:
+        with self._guard:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for db in idle:
+            db.close()
+
+
+_INHERITED: list[sqlite3.Connection] = []  # connections a forked child must neither use nor close
+
+
+def _marked(text: str) -> str:
+    """Escape ``text`` and turn FTS5's match markers into ``<mark>``."""
+    escaped = _SPACES.sub(" ", html.escape(text)).strip()
+    return escaped.replace(_START, "<mark>").replace(_END, "</mark>")
+
+
+def _snippet(body_snippet: str, marked_title: str) -> str:
+    """The body around the matches; else the title with its matches marked; else the body's start."""
+    if _START not in body_snippet and _START in marked_title:
+        return _marked(marked_title)
+    return _marked(body_snippet)  # with no match FTS5 gives the start of the body
+
+
+@hookimpl
+def register_search_backends(register: Any) -> None:
+    register(SqliteSearch)

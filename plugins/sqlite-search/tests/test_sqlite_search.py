@@ -1,0 +1,159 @@
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hostcore import SearchDoc, ValidationError, parse_query
+from hostcore.testing import SearchConformance
+from hostcore_sqlite_search import SqliteSearch, analyse, compile_match, register_search_backends
+
+
+class TestSqliteSearch(SearchConformance):
+    @staticmethod
+    def make_backend(root: Path) -> SqliteSearch:
+        return SqliteSearch(root)
+
+    def test_accents_and_case_fold(self, backend: SqliteSearch) -> None:
+        backend.update([SearchDoc("n/a", "Crème brûlée", "Ça marche", (), "h")])
+        assert self.search(backend, "creme") == ["n/a"]
+        assert self.search(backend, "BRULEE") == ["n/a"]
+        assert self.search(backend, "ca") == ["n/a"]
+        assert self.search(backend, "crè*") == ["n/a"]
+        assert "<mark>Crème</mark>" in backend.search("creme", namespaces=None).hits[0].snippet
+
+    def test_long_snippet_is_short_with_ellipsis(self, backend: SqliteSearch) -> None:
+        backend.update([SearchDoc("n/a", "T", "lead " * 200 + "needle " + "tail " * 200, (), "h")])
+        snippet = backend.search("needle", namespaces=None).hits[0].snippet
+        assert "<mark>needle</mark>" in snippet
+        assert snippet.startswith("…") and snippet.endswith("…")
+        assert len(snippet) < 300
+
+    def test_no_body_match_falls_back_to_title_then_body_start(self, backend: SqliteSearch) -> None:
+        backend.update([SearchDoc("n/a", "Zebra <b>notes</b>", "plain " * 100, ("animals",), "h")])
+        assert backend.search("zebra", namespaces=None).hits[0].snippet == "<mark>Zebra</mark> &lt;b&gt;notes&lt;/b&gt;"
+        snippet = backend.search("tag:animals", namespaces=None).hits[0].snippet
+        assert snippet.startswith("plain plain") and snippet.endswith("…") and "<mark>" not in snippet
+
+    def test_user_text_is_never_fts5_syntax(self, backend: SqliteSearch) -> None:
+        backend.update([SearchDoc("n/a", "T", "near title body keys k and or not", ("x",), "h")])
+        for query in ['NEAR(a b)', 'title:near', 'keys:k', '"k"', 'body : near', '^near', 'near + title', "k", 'a"b"c']:
+            try:
+                self.search(backend, query)
+            except ValidationError as err:
+                assert err.field == "query"
+        assert self.search(backend, "near:title") == ["n/a"]  # the phrase "near title", not a column filter
+        assert self.search(backend, "body:near") == []
+        assert self.search(backend, "k") == ["n/a"]  # the word, not the hidden every-page key
+        backend.update([SearchDoc("n/b", "T", "nothing here", (), "h")])
+        assert self.search(backend, "k") == ["n/a"]
+
+    def test_tags_inside_or_and_not(self, backend: SqliteSearch) -> None:
+        backend.update(
+            [
+                SearchDoc("n/a", "A", "alpha", ("Two Words",), "h"),
+                SearchDoc("n/b", "B", "beta", ("one",), "h"),
+                SearchDoc("n/c", "C", "alpha beta", (), "h"),
+            ]
+        )
+        assert self.search(backend, 'tag:"two words"') == ["n/a"]
+        assert sorted(self.search(backend, "beta OR tag:one")) == ["n/b", "n/c"]
+        assert sorted(self.search(backend, "alpha -tag:\"two words\"")) == ["n/c"]
+        assert sorted(self.search(backend, "(alpha OR beta) NOT (tag:one OR tag:\"two words\")")) == ["n/c"]
+        assert self.search(backend, "alpha NOT -beta") == ["n/c"]
+
+    def test_reopens_existing_index(self, tmp_path: Path) -> None:
+        first = SqliteSearch(tmp_path)
+        first.update([SearchDoc("n/a", "T", "kept", (), "h")])
+        first.close()
+        again = SqliteSearch(tmp_path)
+        assert again.hashes() == {"n/a": "h"}
+        assert self.search(again, "kept") == ["n/a"]
+        again.close()
+
+    def test_paging_arguments_checked(self, backend: SqliteSearch) -> None:
+        with pytest.raises(ValidationError) as err:
+            backend.search("x", namespaces=None, offset=-1)
+        assert err.value.field == "offset"
+        with pytest.raises(ValidationError) as err:
+            backend.search("x", namespaces=None, limit=0)
+        assert err.value.field == "limit"
+
+    def test_big_update_is_one_transaction(self, backend: SqliteSearch) -> None:
+        docs = [SearchDoc(f"n/p{i}", f"Page {i}", f"bulk word{i}", (), f"h{i}") for i in range(1200)]
+        backend.update(docs)
+        assert len(backend.hashes()) == 1200
+        assert self.search(backend, "word1199") == ["n/p1199"]
+        assert backend.search("bulk", namespaces=["n"], limit=1000).more is True
+
+    def test_failed_update_changes_nothing(self, backend: SqliteSearch) -> None:
+        backend.update([SearchDoc("n/a", "T", "before", (), "h1")])
+        with pytest.raises(sqlite3.Error):
+            backend.update([SearchDoc("n/b", "T", "after", (), "h2"), SearchDoc("n/c", "T", "after", (), None)])  # type: ignore[arg-type]
+        assert backend.hashes() == {"n/a": "h1"}
+        assert self.search(backend, "after") == []
+
+    def test_write_visible_to_next_search_in_other_process(self, backend: SqliteSearch) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_search_server, args=(str(backend.root), child))
+        proc.start()
+        try:
+            assert parent.recv() == "ready"
+            parent.send("fresh")
+            assert parent.recv() == []
+            backend.update([SearchDoc("n/a", "T", "fresh words", (), "h")])
+            parent.send("fresh")
+            assert parent.recv() == ["n/a"]
+            backend.update(removed=["n/a"])
+            parent.send("fresh")
+            assert parent.recv() == []
+            parent.send(("write", "n/b", "other process"))
+            assert parent.recv() == "written"
+            assert self.search(backend, "other") == ["n/b"]
+            parent.send(None)
+        finally:
+            proc.join(timeout=60)
+            parent.close()
+            child.close()
+        assert proc.exitcode == 0
+
+    def test_registers_backend(self) -> None:
+        registered = []
+        register_search_backends(register=registered.append)
+        assert registered == [SqliteSearch]
+        assert SqliteSearch.name == "sqlite"
+
+
+def _search_server(root: str, conn: object) -> None:
+    backend = SqliteSearch(Path(root))
+    try:
+        conn.send("ready")  # type: ignore[attr-defined]
+        while (request := conn.recv()) is not None:  # type: ignore[attr-defined]
+            if isinstance(request, tuple):
+                _, slug, body = request
+                backend.update([SearchDoc(slug, "T", body, (), "h")])
+                conn.send("written")  # type: ignore[attr-defined]
+            else:
+                conn.send([hit.slug for hit in backend.search(request, namespaces=None).hits])  # type: ignore[attr-defined]
+    finally:
+        backend.close()
+        conn.close()  # type: ignore[attr-defined]
+
+
+def test_analyse_matches_unicode61() -> None:
+    assert analyse("E-mail_address Crème 3.14") == ["e", "mail", "address", "crème", "3", "14"]
+
+
+@pytest.mark.parametrize(
+    ("query", "match"),
+    [
+        ("a", '{title body tags} : "a"'),
+        ("a b*", '({title body tags} : "a" AND {title body tags} : "b" *)'),
+        ('"a b" OR c', '({title body tags} : "a b" OR {title body tags} : "c")'),
+        ("a -b", '(({title body tags} : "a") NOT ({title body tags} : "b"))'),
+        ("tag:X", 'keys : "t78"'),
+    ],
+)
+def test_compile_match(query: str, match: str) -> None:
+    assert compile_match(parse_query(query, analyse)) == match

@@ -1,0 +1,69 @@
+from pathlib import Path
+
+import pytest
+
+from hostcore import And, Not, Or, Phrase, SearchDoc, Tag, Term, ValidationError, parse_query
+from hostcore.testing import SearchConformance
+from hostcore_tantivy import TantivySearch, register_search_backends
+
+
+class TestTantivySearch(SearchConformance):
+    @staticmethod
+    def make_backend(root: Path) -> TantivySearch:
+        return TantivySearch(root)
+
+    def test_accents_and_case_fold(self, backend: TantivySearch) -> None:
+        backend.update([SearchDoc("n/a", "Crème brûlée", "Straße", (), "h")])
+        assert self.search(backend, "creme") == ["n/a"]
+        assert self.search(backend, "STRASSE") == ["n/a"]
+        assert "<mark>Crème</mark>" in backend.search("creme", namespaces=None).hits[0].snippet
+
+    def test_long_snippet_is_short_with_ellipsis(self, backend: TantivySearch) -> None:
+        backend.update([SearchDoc("n/a", "T", "lead " * 200 + "needle " + "tail " * 200, (), "h")])
+        snippet = backend.search("needle", namespaces=None).hits[0].snippet
+        assert "<mark>needle</mark>" in snippet
+        assert snippet.startswith("…") and snippet.endswith("…")
+        assert len(snippet) < 300
+
+    def test_reopens_existing_index(self, tmp_path: Path) -> None:
+        first = TantivySearch(tmp_path)
+        first.update([SearchDoc("n/a", "T", "kept", (), "h")])
+        first.close()
+        again = TantivySearch(tmp_path)
+        assert again.hashes() == {"n/a": "h"}
+        again.close()
+
+    def test_paging_arguments_checked(self, backend: TantivySearch) -> None:
+        with pytest.raises(ValidationError) as err:
+            backend.search("x", namespaces=None, offset=-1)
+        assert err.value.field == "offset"
+        with pytest.raises(ValidationError) as err:
+            backend.search("x", namespaces=None, limit=0)
+        assert err.value.field == "limit"
+
+    def test_registers_backend(self) -> None:
+        registered = []
+        register_search_backends(register=registered.append)
+        assert registered == [TantivySearch]
+        assert TantivySearch.name == "tantivy"
+
+
+def words(text: str) -> list[str]:
+    return [w for w in text.lower().replace("-", " ").replace(":", " ").split() if w.isalnum()]
+
+
+@pytest.mark.parametrize(
+    ("query", "tree"),
+    [
+        ("a b", And((Term("a"), Term("b")))),
+        ("a OR b c", Or((Term("a"), And((Term("b"), Term("c")))))),
+        ('"a b"* -c', And((Phrase(("a", "b"), prefix=True), Not(Term("c"))))),
+        ("(a OR b) tag:X", And((Or((Term("a"), Term("b"))), Tag("x")))),
+        ("e-mail", Phrase(("e", "mail"))),
+        ('tag:"two words"', Tag("two words")),
+        ("a) b", And((Term("a"), Term("b")))),
+        ("(a b", And((Term("a"), Term("b")))),
+    ],
+)
+def test_parse(query: str, tree: object) -> None:
+    assert parse_query(query, words) == tree
