@@ -1,21 +1,21 @@
-"""A small WSGI-to-ASGI bridge for the MCP endpoint: one hand-off to the event loop per request.
+"""A small WSGI-to-ASGI bridge for the MCP endpoint: the SDK runs on the request's own thread.
 
-The SDK's transport is an ASGI app running on an asyncio loop thread of the worker. A request
-arrives on a gunicorn thread: its body is read whole (the endpoint bounds it), the app runs on the
-loop, and its messages come back through a thread-safe queue. JSON answers cost one wake-up each
-way; an SSE answer streams as the app sends it. (a2wsgi, the general tool, synchronises every
-ASGI message across threads and cost about 1 ms more per call in our measurements.)
+The SDK's Streamable HTTP transport is an ASGI app. Each gunicorn thread keeps an event loop of its
+own, stopped between requests, with its own instance of the transport, and runs one request on it
+to the end. Nothing crosses threads, so a call costs no wake-ups. Measured in-process on a 10 KB
+read_page: 2.1 ms with a shared loop thread and a queue between threads, 1.1 ms this way (a2wsgi,
+which synchronises every ASGI message across threads, was slower still).
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
-from collections.abc import Callable, Iterator
+import os
+import threading
+from collections.abc import Callable
 from typing import Any
 
 ASGIApp = Callable[..., Any]
-_DONE = object()
 
 
 def build_scope(environ: dict[str, Any], body_length: int) -> dict[str, Any]:
@@ -45,66 +45,6 @@ def build_scope(environ: dict[str, Any], body_length: int) -> dict[str, Any]:
     }
 
 
-class WsgiToAsgi:
-    """Serve ``app`` (ASGI) to WSGI callers, running it on ``loop`` (another thread's)."""
-
-    def __init__(self, app: ASGIApp, loop: asyncio.AbstractEventLoop) -> None:
-        self.app = app
-        self.loop = loop
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        messages: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        future = asyncio.run_coroutine_threadsafe(self._run(build_scope(environ, len(body)), body, messages), self.loop)
-        start = messages.get()
-        if start is _DONE or isinstance(start, BaseException):
-            future.result()  # re-raise what the app raised before answering
-            raise RuntimeError("the MCP transport ended without answering")
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", [])]
-        start_response(f"{start['status']} {_reason(start['status'])}", headers)
-        return self._body(messages, future)
-
-    @staticmethod
-    def _body(messages: queue.SimpleQueue[Any], future: Any) -> Iterator[bytes]:
-        try:
-            while True:
-                message = messages.get()
-                if message is _DONE or isinstance(message, BaseException):
-                    return
-                if message.get("body"):
-                    yield message["body"]
-                if not message.get("more_body", False):
-                    return
-        finally:
-            if not future.done():
-                future.cancel()  # the client went away mid-stream, or the answer is complete
-
-    async def _run(self, scope: dict[str, Any], body: bytes, messages: queue.SimpleQueue[Any]) -> None:
-        delivered = False
-        finished = asyncio.Event()
-
-        async def receive() -> dict[str, Any]:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await finished.wait()  # nothing more will come; wake when the response is done
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            messages.put(message)
-
-        try:
-            await self.app(scope, receive, send)
-        except BaseException as exc:
-            messages.put(exc)
-            raise
-        finally:
-            finished.set()
-            messages.put(_DONE)
-
-
 def _reason(status: int) -> str:
     from http import HTTPStatus
 
@@ -112,3 +52,59 @@ def _reason(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+class ThreadLoopBridge:
+    """Serve an ASGI app on an event loop owned by the calling thread: no hand-off between threads.
+
+    Each WSGI thread keeps its own loop (stopped between requests) and its own instance of the app,
+    made by ``make_app(loop)``, which returns the app and an async context to hold open for its life.
+    The answer is sent once the app has finished, so notifications a tool streams arrive together,
+    in order, in the same response.
+    """
+
+    def __init__(self, make_app: Callable[[], tuple[ASGIApp, Any]]) -> None:
+        self.make_app = make_app
+        self._local = threading.local()
+
+    def _runner(self) -> tuple[asyncio.AbstractEventLoop, ASGIApp]:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            loop = asyncio.new_event_loop()
+            app, context = self.make_app()
+            ready = loop.create_future()
+
+            async def hold() -> None:
+                async with context:
+                    ready.set_result(None)
+                    await asyncio.Event().wait()
+
+            local.holder = loop.create_task(hold())
+            loop.run_until_complete(ready)
+            local.loop, local.app, local.pid = loop, app, os.getpid()
+        return local.loop, local.app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        loop, app = self._runner()
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        messages: list[dict[str, Any]] = []
+        scope = build_scope(environ, len(body))
+        delivered = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            messages.append(message)
+
+        loop.run_until_complete(app(scope, receive, send))
+        start = messages[0]
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", [])]
+        start_response(f"{start['status']} {_reason(start['status'])}", headers)
+        return [m["body"] for m in messages[1:] if m.get("body")]

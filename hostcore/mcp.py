@@ -3,22 +3,18 @@
 Protocol handling (2026-07-28 and the 2025 revisions, JSON-RPC, header checks) is the SDK's.
 This module only lists the registered tools and calls them: it checks the scope, validates the
 arguments, runs the tool with the caller's service layer, and turns results and
-``hostcore.errors`` into MCP results. The SDK runs on an asyncio loop thread per worker process,
-started lazily after gunicorn forks (a2wsgi sends no lifespan, so the session manager is entered by
-hand and held open by a task we keep a reference to).
+``hostcore.errors`` into MCP results. The SDK runs on an event loop of each gunicorn thread, made
+lazily after the fork (see :mod:`hostcore.bridge`); its session manager is entered by hand there
+and held open, since nothing sends it an ASGI lifespan.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import concurrent.futures
 import functools
 import inspect
 import json
 import logging
-import os
-import threading
 import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -32,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from . import __version__
 from .auth import Principal
-from .bridge import WsgiToAsgi
+from .bridge import ThreadLoopBridge
 from .errors import HostcoreError, InternalError, NotFound
 from .resources import Prompt
 from .tools import Tool
@@ -119,10 +115,7 @@ class McpEndpoint:
             **self._optional_handlers(host),
         )
         self._definitions = [_tool_definition(t) for t in host.tools.values()]
-        self._pid: int | None = None
-        self._start_lock = threading.Lock()
-        self._wsgi: WsgiToAsgi | None = None
-        self._holder: concurrent.futures.Future[None] | None = None
+        self._bridge = ThreadLoopBridge(self._make_app)
 
     def _optional_handlers(self, host: Host) -> dict[str, Any]:
         """Resource, prompt and completion handlers only when plugins contribute them, so the
@@ -141,39 +134,17 @@ class McpEndpoint:
         return handlers
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
-        if self._pid != os.getpid():
-            self._start()
-        assert self._wsgi is not None
-        return self._wsgi(environ, start_response)
+        return self._bridge(environ, start_response)
 
-    def _start(self) -> None:
-        with self._start_lock:
-            if self._pid == os.getpid():
-                return
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="hostcore-mcp", daemon=True).start()
-            manager = StreamableHTTPSessionManager(
-                app=self.server,
-                # Plain JSON answers unless a tool streams notifications (progress, logs), which
-                # then travel as SSE on the same response.
-                json_response=False,
-                stateless=True,
-                # Host and Origin are checked by the Flask view, from hostcore's own settings.
-                security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-                max_request_body_size=self.host.config["MAX_REQUEST_BYTES"],
-            )
-            ready = threading.Event()
-            self._holder = asyncio.run_coroutine_threadsafe(self._hold(manager, ready), loop)
-            if not ready.wait(10):
-                raise RuntimeError("the MCP session manager did not start within 10 s")
-            self._wsgi = WsgiToAsgi(StreamableHTTPASGIApp(manager), loop)
-            self._pid = os.getpid()
-
-    @staticmethod
-    async def _hold(manager: StreamableHTTPSessionManager, ready: threading.Event) -> None:
-        async with manager.run():
-            ready.set()
-            await asyncio.Event().wait()
+    def _make_app(self) -> tuple[Any, Any]:
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=False,
+            stateless=True,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=self.host.config["MAX_REQUEST_BYTES"],
+        )
+        return StreamableHTTPASGIApp(manager), manager.run()
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self._definitions)

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from hostcore import (
-    And,
     Not,
     Or,
     Phrase,

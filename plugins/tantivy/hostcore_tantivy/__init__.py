@@ -33,7 +33,6 @@ from hostcore import (
     And,
     FileLock,
     Not,
-    Or,
     Phrase,
     QueryNode,
     SearchBackend,
