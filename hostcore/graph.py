@@ -115,8 +115,9 @@ class LinkGraph:
     def hashes(self) -> dict[str, str]:
         return dict(self._db().execute("SELECT slug, hash FROM pages"))
 
-    def exists(self, slug: str) -> bool:
-        return self._db().execute("SELECT 1 FROM pages WHERE slug = ?", (slug,)).fetchone() is not None
+    def page_counts(self) -> dict[str, int]:
+        """Namespace -> number of pages in it."""
+        return dict(self._db().execute("SELECT namespace, count(*) FROM pages GROUP BY namespace"))
 
     def backlinks(self, slug: str, namespaces: Collection[str] | None) -> list[dict[str, str]]:
         """Pages (slug, title) in ``namespaces`` (None: all) whose links point at ``slug``."""

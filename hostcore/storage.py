@@ -144,6 +144,11 @@ class Storage(ABC):
         data = self.read(path)
         return data, blob_hash(data)
 
+    def folders(self, prefix: str = "") -> list[str]:
+        """Names of the folders directly inside the folder ``prefix`` ("" for the top), sorted."""
+        depth = prefix.count("/") + 1 if prefix else 0
+        return sorted({path.split("/")[depth] for path in self.list(prefix) if path.count("/") > depth})
+
     def hashes(self, prefix: str = "") -> dict[str, str]:
         """Path -> blob id of every file under ``prefix``. Git answers from its tree, cheaply."""
         return {path: blob_hash(self.read(path)) for path in self.list(prefix)}

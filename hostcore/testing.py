@@ -138,6 +138,9 @@ class StorageConformance:
         assert storage.list() == ["a/.namespace.yaml", "a/deep/er/x.md", "a/y.md", "b/z.md"]
         assert storage.list("a/deep") == ["a/deep/er/x.md"]
         assert storage.list("missing") == []
+        assert storage.folders() == ["a", "b"]
+        assert storage.folders("a") == ["deep"]
+        assert storage.folders("a/deep/er") == [] and storage.folders("missing") == []
 
     def test_delete_last_file_prunes_folder(self, storage: Storage) -> None:
         storage.apply([Put("a/deep/x.md", b"1", expect=None)], CHANGE)

@@ -253,14 +253,11 @@ class Wiki(StructureMixin, HistoryMixin, RetrievalMixin):
     # --- namespaces ---------------------------------------------------------------------
 
     def _namespace_names(self) -> list[str]:
-        return sorted(
-            path.split("/", 1)[0]
-            for path in self.storage.list()
-            if path.count("/") == 1 and path.endswith("/" + ns_settings.FILE)
-        )
+        return [name for name in self.storage.folders() if self.storage.exists(namespace_path(name))]
 
     def list_namespaces(self) -> dict[str, Any]:
         self.principal.require("read")
+        counts = self.host.links.page_counts()
         out = []
         for name in self._namespace_names():
             if not self.principal.can_access(name):
@@ -271,7 +268,7 @@ class Wiki(StructureMixin, HistoryMixin, RetrievalMixin):
                     "name": name,
                     "title": settings.get("title", ""),
                     "description": settings.get("description", ""),
-                    "pages": sum(1 for _ in self.iter_pages(name)),
+                    "pages": counts.get(name, 0),
                     "public": bool(settings.get("public", False)),
                 }
             )

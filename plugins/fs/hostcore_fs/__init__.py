@@ -64,6 +64,12 @@ class FileStorage(Storage):
                     found.append(name if rel == "." else f"{rel}/{name}")
         return sorted(found)
 
+    def folders(self, prefix: str = "") -> list[str]:
+        base = self._file(prefix) if prefix else self.root
+        if not base.is_dir():
+            return []
+        return sorted(entry.name for entry in os.scandir(base) if entry.is_dir())
+
     def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
         for op in ops:
             check_path(op.path)

@@ -149,6 +149,13 @@ class GitStorage(Storage):
         _, tree = self._snapshot(self._repo())
         return [path for path, _ in walk(tree, check_path(prefix) if prefix else "")]
 
+    def folders(self, prefix: str = "") -> list[str]:
+        _, tree = self._snapshot(self._repo())
+        folder = tree if not prefix else entry_at(tree, check_path(prefix))
+        if not isinstance(folder, pygit2.Tree):
+            return []
+        return sorted(entry.name for entry in folder if isinstance(entry, pygit2.Tree))
+
     def hashes(self, prefix: str = "") -> dict[str, str]:
         _, tree = self._snapshot(self._repo())
         return {path: str(oid) for path, oid in walk(tree, check_path(prefix) if prefix else "")}
