@@ -132,7 +132,10 @@ class LinkGraph:
     def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[dict[str, str]], int]:
         """Links from readable pages to pages that do not exist: ({from, to} list, total)."""
         where, args = _in(namespaces, "source_namespace")
-        sql = f"FROM links WHERE resolved = 0 AND {where}"
+        # Only links into readable namespaces: otherwise "missing" would tell whether pages exist there.
+        target_where, target_args = _in(namespaces, "substr(target, 1, instr(target, '/') - 1)")
+        sql = f"FROM links WHERE resolved = 0 AND {where} AND {target_where}"
+        args = [*args, *target_args]
         total = self._db().execute(f"SELECT count(*) {sql}", args).fetchone()[0]
         rows = self._db().execute(f"SELECT source, target {sql} ORDER BY source, target LIMIT ?", [*args, limit])
         return [{"from": s, "to": t} for s, t in rows], total

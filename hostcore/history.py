@@ -50,7 +50,17 @@ class HistoryMixin:
 
     def page_history(self: Wiki, slug: str, offset: int = 0, limit: int = 20) -> dict[str, Any]:
         self._access("read", slug)
-        revs = self.storage.history(page_path(slug), offset=offset, limit=limit + 1)
+        # Like recent_changes: a commit that also touches namespaces outside access stays hidden,
+        # so offset counts only the commits the caller can see.
+        visible: list[Revision] = []
+        scanned = 0
+        while len(visible) <= offset + limit and scanned < RECENT_SCAN_LIMIT:
+            batch = self.storage.history(page_path(slug), offset=scanned, limit=100)
+            if not batch:
+                break
+            scanned += len(batch)
+            visible += [r for r in batch if all(self._visible(p) for p in r.paths)]
+        revs = visible[offset:]
         more = len(revs) > limit
         return {
             "slug": slug,
