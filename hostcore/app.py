@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,10 +27,24 @@ def build_host(
     """Config, plugin manager and Host for ``instance``, started unless ``start`` is False."""
     instance.mkdir(parents=True, exist_ok=True)
     settings = load_config(instance, config)
+    log_to_gunicorn(settings["LOG_LEVEL"])
     host = Host(settings, instance, make_plugin_manager(settings["PLUGINS"], plugins))
     if start:
         host.start()
     return host
+
+
+def log_to_gunicorn(level: str) -> None:
+    """Under gunicorn, send hostcore's log records to gunicorn's error log at ``level``.
+
+    Without this, records below WARNING vanish: nothing else configures logging in a worker.
+    """
+    gunicorn_log = logging.getLogger("gunicorn.error")
+    log = logging.getLogger("hostcore")
+    if gunicorn_log.handlers and not log.handlers:
+        log.handlers = list(gunicorn_log.handlers)
+        log.propagate = False
+    log.setLevel(level.upper())
 
 
 def create_app(

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .wiki import Wiki
 
 RECENT_SCAN_LIMIT = 5000  # commits examined at most to fill one recent_changes answer
+MAX_FILES = 100  # files listed per commit; file_count has the total
 
 
 def revision_dict(rev: Revision) -> dict[str, Any]:
@@ -25,15 +26,17 @@ def revision_dict(rev: Revision) -> dict[str, Any]:
         "author": rev.author,
         "time": rev.time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "message": rev.message,
-        "files": list(rev.paths),
+        "files": list(rev.paths[:MAX_FILES]),
+        "file_count": rev.path_count,
     }
 
 
 class HistoryMixin:
     """recent_changes, page_history, read_page_at and restore_page; mixed into Wiki."""
 
-    def _visible(self: Wiki, path: str) -> bool:
-        return "/" in path and self.principal.can_access(namespace_of(path))
+    def _visible(self: Wiki, rev: Revision) -> bool:
+        """Whether every folder the commit touched is a namespace the caller may read."""
+        return rev.path_count > 0 and all(folder and self.principal.can_access(folder) for folder in rev.folders)
 
     def recent_changes(self: Wiki, limit: int = 20) -> dict[str, Any]:
         """Newest first; a commit touching anything outside the caller's access is left out whole."""
@@ -45,7 +48,7 @@ class HistoryMixin:
             if not batch:
                 break
             offset += len(batch)
-            kept += [revision_dict(r) for r in batch if r.paths and all(self._visible(p) for p in r.paths)]
+            kept += [revision_dict(r) for r in batch if self._visible(r)]
         return {"commits": kept[:limit]}
 
     def page_history(self: Wiki, slug: str, offset: int = 0, limit: int = 20) -> dict[str, Any]:
@@ -59,7 +62,7 @@ class HistoryMixin:
             if not batch:
                 break
             scanned += len(batch)
-            visible += [r for r in batch if all(self._visible(p) for p in r.paths)]
+            visible += [r for r in batch if self._visible(r)]
         revs = visible[offset:]
         more = len(revs) > limit
         return {

@@ -19,6 +19,7 @@ class Commit(TypedDict):
     time: str
     message: str
     files: list[str]
+    file_count: int
 
 
 class Commits(TypedDict):
@@ -45,7 +46,7 @@ def recent_changes(
     *,
     wiki: Wiki,
 ) -> Commits:
-    """List the newest wiki commits first, with author, time (UTC) and changed files.
+    """List the newest wiki commits first, with author, time (UTC) and changed files (the first 100; file_count has the total).
 
     Arguments: limit (1-200, default 20). A commit that touches any file outside your namespace access
     is left out whole.

@@ -76,6 +76,8 @@ def _lex(query: str, analyse: Analyse) -> Iterator[str | QueryNode]:
             text, i = query[i + 1 : end], end + 1
             prefix = i < n and query[i] == "*"
             i += prefix
+            if text.rstrip().endswith("*"):  # "exact phr*": the star may stand inside the quotes too
+                prefix, text = True, text.rstrip().rstrip("*")
             leaf = _words(analyse(text), prefix)
             if leaf:
                 yield leaf

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .errors import Unavailable, ValidationError
+from .errors import NotFound, Unavailable, ValidationError
 from .pages import check_namespace
 
 if TYPE_CHECKING:
@@ -45,11 +45,16 @@ class RetrievalMixin:
             "hits": hits,
             "results": [{"id": h["slug"], "title": h["title"], "url": self.page_url(h["slug"])} for h in hits],
             "more": found.more,
-            "next_offset": offset + len(hits) if found.more else None,
+            # Past the deepest offset a caller may ask for, the way on is a narrower query, not paging.
+            "next_offset": offset + len(hits) if found.more and offset + len(hits) <= MAX_SEARCH_OFFSET else None,
         }
 
     def fetch(self: Wiki, id: str) -> dict[str, Any]:  # noqa: A002 - the name ChatGPT's connectors use
-        page = self.page(id)
+        self._access("read", id, "id")
+        try:
+            page = self._load(id)
+        except NotFound:
+            raise NotFound(f"no page {id!r}; pass an id from search's results", field="id") from None
         return {
             "id": page.slug,
             "title": page.title or page.slug,

@@ -72,13 +72,27 @@ class Change:
 
 @dataclass(frozen=True)
 class Revision:
-    """One recorded change: a commit for the git backend."""
+    """One recorded change: a commit for the git backend.
+
+    ``paths`` lists the changed files (a backend may list only the first ones of a huge change;
+    ``path_count`` has the total); ``folders`` are the top-level folders it touched ("" for files
+    at the top), which is what access filtering needs. Both are derived from ``paths`` when not given.
+    """
 
     id: str
     author: str
     time: datetime
     message: str
     paths: tuple[str, ...] = field(default_factory=tuple)
+    folders: tuple[str, ...] = ()
+    path_count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.folders and self.paths:
+            folders = sorted({p.split("/", 1)[0] if "/" in p else "" for p in self.paths})
+            object.__setattr__(self, "folders", tuple(folders))
+        if not self.path_count:
+            object.__setattr__(self, "path_count", len(self.paths))
 
 
 def check_path(path: str) -> str:

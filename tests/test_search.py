@@ -137,3 +137,26 @@ def test_no_search_backend_means_no_search_tools(host):
     assert "search" not in host.tools and "fetch" not in host.tools
     with pytest.raises(Unavailable):
         host.wiki(SYSTEM).search("x")
+
+
+def test_next_offset_is_never_past_the_offset_limit(tmp_path):
+    from hostcore import Change, Put
+    from hostcore.app import build_host
+    from hostcore.pages import Page
+    from hostcore.retrieval import MAX_SEARCH_OFFSET
+
+    instance = tmp_path / "instance"
+    instance.mkdir()
+    (instance / "hostcore.toml").write_text('PLUGINS = ["git", "sqlite"]\nSTORAGE = "git"\nSEARCH = "sqlite"\n')
+    host = build_host(instance, start=False)
+    ops = [Put("n/.namespace.yaml", b"title: N\n", expect=None)]
+    ops += [Put(f"n/p{i}.md", Page(slug=f"n/p{i}", title=f"P {i}", body="common").to_bytes(), expect=None) for i in range(1030)]
+    host.storage.apply(ops, Change("t", "import"))
+    host.start()
+    try:
+        wiki = host.wiki(principal("read"))
+        page = wiki.search("common", offset=990, limit=20)
+        assert page["more"] is True and page["next_offset"] is None
+        assert wiki.search("common", offset=980, limit=20)["next_offset"] == MAX_SEARCH_OFFSET
+    finally:
+        host.close()

@@ -36,7 +36,7 @@ from hostcore.testing import stop_process_group
 
 E2E_STORAGE = os.environ.get("HOSTCORE_E2E_STORAGE", "")
 """Run the suite on another storage backend than the instance default: HOSTCORE_E2E_STORAGE=fs or git."""
-E2E_ENV = {"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens"])} if E2E_STORAGE else {}
+E2E_ENV = {"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens", "sqlite"])} if E2E_STORAGE else {}
 
 
 def cli(instance: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

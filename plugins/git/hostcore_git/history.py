@@ -28,14 +28,18 @@ from hostcore import Revision
 
 from .trees import changed
 
+SCHEMA_VERSION = 2
+# folders: the top-level folders a commit touched ("" for files at the root), newline-separated,
+# so access filtering never needs the full path list of a huge commit (an import of 50,000 pages).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, author TEXT NOT NULL,
-    time INTEGER NOT NULL, message TEXT NOT NULL);
+    time INTEGER NOT NULL, message TEXT NOT NULL, folders TEXT NOT NULL, path_count INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS changes (
     path TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (path, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS changes_by_seq ON changes (seq);
+CREATE INDEX IF NOT EXISTS changes_by_seq ON changes (seq, path);
 """
+MAX_PATHS = 100  # paths listed per revision; path_count has the total
 
 class HistoryIndex:
     """The per-path history of one branch, stored in ``file``."""
@@ -52,6 +56,10 @@ class HistoryIndex:
             conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                # Derived data: an older layout is dropped and rebuilt from the log on the next sync.
+                conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits;")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
@@ -105,32 +113,35 @@ class HistoryIndex:
         """Indexed revisions newest first, only those changing ``path`` when given."""
         with self._guard:
             db = self._db()
+            columns = "c.seq, c.id, c.author, c.time, c.message, c.folders, c.path_count"
             if path is None:
                 rows = db.execute(
-                    "SELECT seq, id, author, time, message FROM commits ORDER BY seq DESC LIMIT ? OFFSET ?",
-                    (limit, offset),
+                    f"SELECT {columns} FROM commits c ORDER BY c.seq DESC LIMIT ? OFFSET ?", (limit, offset)
                 ).fetchall()
             else:
                 rows = db.execute(
-                    "SELECT c.seq, c.id, c.author, c.time, c.message FROM changes p JOIN commits c USING (seq)"
+                    f"SELECT {columns} FROM changes p JOIN commits c USING (seq)"
                     " WHERE p.path = ? ORDER BY p.seq DESC LIMIT ? OFFSET ?",
                     (path, limit, offset),
                 ).fetchall()
-            paths: dict[int, list[str]] = {}
-            if rows:
-                marks = ",".join("?" * len(rows))
-                query = f"SELECT seq, path FROM changes WHERE seq IN ({marks}) ORDER BY path"  # only "?" marks are formatted in
-                for seq, changed in db.execute(query, [row[0] for row in rows]):
-                    paths.setdefault(seq, []).append(changed)
+            paths = {
+                row[0]: [
+                    r[0]
+                    for r in db.execute("SELECT path FROM changes WHERE seq = ? ORDER BY path LIMIT ?", (row[0], MAX_PATHS))
+                ]
+                for row in rows
+            }
         return [
             Revision(
                 id=id_,
                 author=author,
                 time=datetime.fromtimestamp(time, UTC),
                 message=message,
-                paths=tuple(paths.get(seq, ())),
+                paths=tuple(paths[seq]),
+                folders=tuple(folders.split("\n")) if folders or path_count else (),
+                path_count=path_count,
             )
-            for seq, id_, author, time, message in rows
+            for seq, id_, author, time, message, folders, path_count in rows
         ]
 
     def last_times(self, paths: Sequence[str]) -> dict[str, int]:
@@ -162,9 +173,10 @@ class HistoryIndex:
 
 
 def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str]) -> None:
+    folders = sorted({path.split("/", 1)[0] if "/" in path else "" for path in paths})
     seq = db.execute(
-        "INSERT INTO commits (id, author, time, message) VALUES (?, ?, ?, ?)",
-        (str(commit.id), commit.author.name, commit.author.time, commit.message.rstrip("\n")),
+        "INSERT INTO commits (id, author, time, message, folders, path_count) VALUES (?, ?, ?, ?, ?, ?)",
+        (str(commit.id), commit.author.name, commit.author.time, commit.message.rstrip("\n"), "\n".join(folders), len(paths)),
     ).lastrowid
     db.executemany("INSERT INTO changes (path, seq) VALUES (?, ?)", [(path, seq) for path in paths])
 

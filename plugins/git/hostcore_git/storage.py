@@ -55,6 +55,7 @@ from .trees import blob_id, build, check_writable, entry_at, walk
 
 log = logging.getLogger(__name__)
 
+TREE_CACHE_LIMIT = 64 * 1024 * 1024  # largest tree object libgit2 may keep parsed in its cache
 # A live git process holds a ref lock for milliseconds; one this old was left by a killed process.
 STALE_REF_LOCK = 5.0
 _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
@@ -81,6 +82,9 @@ class GitStorage(Storage):
             raise ConfigError(f"{self.root} is a git working tree; the git storage needs a bare repository", field="root")
         if self.config.get("fsync", True):
             pygit2.settings.enable_fsync_gitdir(True)
+        # libgit2 caches no tree over 4 KB by default, so every read in a folder of thousands of
+        # pages re-parsed that folder's tree: 1.1 ms per read at 6,000 pages, 0.02 ms cached.
+        pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(self.root / "hostcore.lock")
         self._local = threading.local()
