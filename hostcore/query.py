@@ -1,6 +1,16 @@
 """The user query language, parsed into a small tree each search engine compiles (never the engine's parser).
 
-Engine-independent, so every search backend accepts the same syntax. Words are analysed with the
+Engine-independent, so every search backend accepts the same syntax:
+
+- words: ``backup restore`` finds pages with both words (AND is the default; ``AND`` may be
+  written). Case and accents are ignored.
+- ``"quoted phrase"``: the words next to each other, in order.
+- ``back*``: words starting with ``back`` (also ``"exact phr*"``).
+- ``OR``: either side, e.g. ``postgres OR mysql``; AND binds tighter than OR.
+- ``NOT word`` or ``-word``: leave out pages containing it.
+- ``( ... )``: grouping, e.g. ``(postgres OR mysql) backup``.
+- ``tag:name``: only pages carrying that tag (``tag:"two words"`` for spaces).
+ Words are analysed with the
 index's own analyser (the ``analyse`` argument of :func:`parse_query`), so ``Crème`` finds ``creme``
 and ``e-mail`` is the phrase ``e mail``. Stray punctuation degrades to plain words; only a query
 that cannot mean anything (empty, a dangling ``OR`` or ``NOT``, nothing but exclusions) is a

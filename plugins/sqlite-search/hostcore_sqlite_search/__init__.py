@@ -141,17 +141,7 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 class SqliteSearch(SearchBackend):
     """Full-text search over title, body and tags; the best match first, title matches boosted.
 
-    Query syntax (shared with every hostcore search backend, see :mod:`hostcore.query`):
-    - words: ``backup restore`` finds pages with both words (AND is the default; ``AND`` may be
-      written). Case and accents are ignored.
-    - ``"quoted phrase"``: the words next to each other, in order.
-    - ``back*``: words starting with ``back`` (also ``"exact phr*"``).
-    - ``OR``: either side, e.g. ``postgres OR mysql``; AND binds tighter than OR.
-    - ``NOT word`` or ``-word``: leave out pages containing it.
-    - ``( ... )``: grouping, e.g. ``(postgres OR mysql) backup``.
-    - ``tag:name``: only pages carrying that tag (``tag:"two words"`` for spaces).
-    Other punctuation is read as spaces between words. A query with nothing to find (empty, a
-    dangling OR or NOT, only exclusions) is rejected with a hint.
+    Query syntax: :mod:`hostcore.query`, shared by every hostcore search backend.
     """
 
     name = "sqlite"

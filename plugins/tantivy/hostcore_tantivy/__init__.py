@@ -94,17 +94,7 @@ def _finish_merges(writer: tantivy.IndexWriter, lock: FileLock) -> None:
 class TantivySearch(SearchBackend):
     """Full-text search over title, body and tags; the best match first, title matches boosted.
 
-    Query syntax:
-    - words: ``backup restore`` finds pages with both words (AND is the default; ``AND`` may be
-      written). Case and accents are ignored.
-    - ``"quoted phrase"``: the words next to each other, in order.
-    - ``back*``: words starting with ``back`` (also ``"exact phr*"``).
-    - ``OR``: either side, e.g. ``postgres OR mysql``; AND binds tighter than OR.
-    - ``NOT word`` or ``-word``: leave out pages containing it.
-    - ``( ... )``: grouping, e.g. ``(postgres OR mysql) backup``.
-    - ``tag:name``: only pages carrying that tag (``tag:"two words"`` for spaces).
-    Other punctuation is read as spaces between words. A query with nothing to find (empty, a
-    dangling OR or NOT, only exclusions) is rejected with a hint.
+    Query syntax: :mod:`hostcore.query`, shared by every hostcore search backend.
     """
 
     name = "tantivy"
