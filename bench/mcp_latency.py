@@ -182,10 +182,10 @@ def time_sync(fn: Any, n: int, warmup: int = 50) -> list[float]:
     return out
 
 
-def measure_bare(url: str, n: int) -> list[float]:
+def measure_bare(url: str, n: int, token: str | None = None) -> list[float]:
     import httpx
 
-    with httpx.Client(timeout=30) as http:
+    with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {token}"} if token else {}) as http:
 
         def one() -> None:
             r = http.get(url)
@@ -321,9 +321,15 @@ def main() -> None:
         root = Path(tmp)
         instance = root / "instance"
         token = re.findall(r"hc_[A-Za-z0-9_-]+", cli(instance, "init"))[0]
+        config = instance / "hostcore.toml"
+        config.write_text(config.read_text().replace("PLUGINS = [", 'PLUGINS = ["bench.service_view", ', 1))
         try:
             port = free_port()
-            env = clean_env() | {"HOSTCORE_PUBLIC_URL": f"http://127.0.0.1:{port}", "HOSTCORE_LOG_LEVEL": "WARNING"}
+            env = clean_env() | {
+                "HOSTCORE_PUBLIC_URL": f"http://127.0.0.1:{port}",
+                "HOSTCORE_LOG_LEVEL": "WARNING",
+                "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+            }
             procs.append(
                 start(
                     [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers)],
@@ -356,9 +362,11 @@ def main() -> None:
             from importlib.metadata import version
 
             print(f"hostcore MCP latency bench: page {PAGE_BYTES} bytes, gunicorn gthread {args.workers} workers x 4 threads,")
-            print(f"python {sys.version.split()[0]}, mcp {version('mcp')}, a2wsgi {version('a2wsgi')}, gunicorn {version('gunicorn')}, {os.cpu_count()} CPUs, loopback")
+            print(f"python {sys.version.split()[0]}, mcp {version('mcp')}, gunicorn {version('gunicorn')}, {os.cpu_count()} CPUs, loopback")
             print(f"\nSequential latency, one keep-alive connection, {args.requests} requests each:")
             bare = summary("(a) bare Flask JSON view (httpx)", measure_bare(bare_url, args.requests))
+            service_url = f"http://127.0.0.1:{port}/_/bench/read_page?slug={PAGE_SLUG}"
+            service = summary("(a2) Flask view: token + wiki.read_page (httpx)", measure_bare(service_url, args.requests, token))
             raw = summary("(b) raw JSON-RPC tools/call read_page (httpx)", measure_raw(mcp_url, token, args.requests))
             sdk = summary("(c) official MCP client, 2026-07-28", measure_sdk(mcp_url, token, args.requests, "2026-07-28"))
             legacy = summary("(d) official MCP client, legacy 2025-11-25", measure_sdk(mcp_url, token, args.requests, "legacy"))
@@ -367,6 +375,8 @@ def main() -> None:
             print(f"  SDK 2026-07-28      +{sdk[0] - bare[0]:6.3f} ms / +{sdk[1] - bare[1]:6.3f} ms")
             print(f"  SDK legacy          +{legacy[0] - bare[0]:6.3f} ms / +{legacy[1] - bare[1]:6.3f} ms")
             print(f"  (SDK client cost over raw: +{sdk[0] - raw[0]:.3f} ms median)")
+            print("\nAdded by the MCP layer over the same service call in a plain Flask view (median / p95):")
+            print(f"  raw JSON-RPC        +{raw[0] - service[0]:6.3f} ms / +{raw[1] - service[1]:6.3f} ms")
 
             print(f"\nThroughput, {args.clients} concurrent client processes, {args.seconds:g} s each:")
             for kind, label, url in (
