@@ -140,13 +140,23 @@ class LinkGraph:
         rows = self._db().execute(f"SELECT source, target {sql} ORDER BY source, target LIMIT ?", [*args, limit])
         return [{"from": s, "to": t} for s, t in rows], total
 
-    def orphans(self, namespaces: Collection[str] | None, exclude: Collection[str], limit: int) -> tuple[list[str], int]:
-        """Readable pages no other page links to (``exclude``: entry pages, e.g. namespace indexes)."""
-        where, args = _in(namespaces, "namespace")
+    def orphans(
+        self, namespaces: Collection[str] | None, exclude: Collection[str], limit: int, visible: Collection[str] | None = None
+    ) -> tuple[list[str], int]:
+        """Pages in ``namespaces`` no other page links to (``exclude``: entry pages, e.g. namespace
+        indexes). With ``visible``, only links from pages in those namespaces count, so a caller
+        limited to them learns nothing about the pages it cannot read."""
+        where, args = _in(namespaces, "p.namespace")
         skip = sorted(exclude)
-        sql = f"FROM pages WHERE inbound = 0 AND {where} AND slug NOT IN ({','.join('?' * len(skip))})"
-        total = self._db().execute(f"SELECT count(*) {sql}", [*args, *skip]).fetchone()[0]
-        rows = self._db().execute(f"SELECT slug {sql} ORDER BY slug LIMIT ?", [*args, *skip, limit])
+        if visible is None:
+            linked, linked_args = "p.inbound = 0", []
+        else:
+            sources, linked_args = _in(visible, "l.source_namespace")
+            linked = f"NOT EXISTS (SELECT 1 FROM links l WHERE l.target = p.slug AND l.source != p.slug AND {sources})"
+        sql = f"FROM pages p WHERE {linked} AND {where} AND p.slug NOT IN ({','.join('?' * len(skip))})"
+        params = [*linked_args, *args, *skip]
+        total = self._db().execute(f"SELECT count(*) {sql}", params).fetchone()[0]
+        rows = self._db().execute(f"SELECT p.slug {sql} ORDER BY p.slug LIMIT ?", [*params, limit])
         return [r[0] for r in rows], total
 
     def stale(self, namespaces: Collection[str] | None, before: float, limit: int) -> tuple[list[dict[str, object]], int]:

@@ -118,7 +118,9 @@ class StructureMixin:
         names = scope if scope is not None else self._namespace_names()
         graph = self.host.links
         missing, missing_total = graph.dangling(scope, HEALTH_LIST_LIMIT)
-        orphans, orphans_total = graph.orphans(scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT)
+        orphans, orphans_total = graph.orphans(
+            scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT, visible=self.principal.namespaces
+        )
         stale, stale_total = graph.stale(scope, time.time() - STALE_DAYS * 86400, HEALTH_LIST_LIMIT)
         result: dict[str, Any] = {
             "missing": missing,

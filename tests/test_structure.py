@@ -109,6 +109,8 @@ def test_health_dangling_orphans_stale(git_host):
     assert [s["slug"] for s in wiki.health("team")["stale"]] == ["team/b"]
     limited = git_host.wiki(principal("read", namespaces=["team"]))
     assert limited.health()["missing"] == [] and "storage" not in limited.health()
+    # team/b is linked only from notes/a, which a team-only caller cannot see: an orphan to it.
+    assert limited.health()["orphans"] == ["team/b"] and "team/b" not in report["orphans"]
 
 
 def test_recent_changes_drops_commits_outside_access(git_host):
