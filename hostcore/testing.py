@@ -228,6 +228,19 @@ class SearchConformance:
         kwargs.setdefault("namespaces", None)
         return self.slugs(backend.search(query, **kwargs))
 
+    def test_case_and_accents_are_ignored(self, backend: SearchBackend) -> None:
+        backend.update([SearchDoc("n/a", "Crème brûlée", "A dessert", (), "h")])
+        assert self.search(backend, "creme") == ["n/a"]
+        assert self.search(backend, "BRULEE") == ["n/a"]
+        assert "<mark>Crème</mark>" in backend.search("creme", namespaces=None).hits[0].snippet
+
+    def test_long_snippet_is_short_with_ellipsis(self, backend: SearchBackend) -> None:
+        backend.update([SearchDoc("n/a", "T", "lead " * 200 + "needle " + "tail " * 200, (), "h")])
+        snippet = backend.search("needle", namespaces=None).hits[0].snippet
+        assert "<mark>needle</mark>" in snippet
+        assert snippet.startswith("…") and snippet.endswith("…")
+        assert len(snippet) < 300
+
     def test_empty_index(self, backend: SearchBackend) -> None:
         assert backend.search("anything", namespaces=None) == SearchResults([], False)
         assert backend.hashes() == {}
