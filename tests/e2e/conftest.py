@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -233,3 +234,33 @@ def uid(request: pytest.FixtureRequest) -> str:
     """A slug segment unique to this test (and its parameters)."""
     name = re.sub(r"[^A-Za-z0-9-]+", "-", request.node.name).strip("-").lower()
     return name[:90]
+
+
+def run_together(argvs: list[list[str]], timeout: float) -> list[dict[str, Any]]:
+    """Start one process per argv, wait until each prints "ready", release them all at once with
+    "go" on stdin (a barrier across processes), and return the JSON each prints last."""
+    procs = [
+        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for argv in argvs
+    ]
+    try:
+        for p in procs:
+            line = p.stdout.readline()
+            if line.strip() != "ready":
+                p.kill()
+                raise AssertionError(f"process did not get ready: {line!r} {p.communicate()[1]}")
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        results = []
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            assert p.returncode == 0, err
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        return results
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()

@@ -9,14 +9,12 @@ inter-process compare-and-set can pick the winner.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import mcp_session, ok
+from .conftest import mcp_session, ok, run_together
 from .race_worker import body_of
 
 pytestmark = pytest.mark.anyio
@@ -26,36 +24,8 @@ WORKER = Path(__file__).with_name("race_worker.py")
 
 
 def race(server, token: str, mode: str, slug: str, basehash: str) -> list[dict]:
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), server.url, token, mode, slug, basehash, str(i)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(RACERS)
-    ]
-    try:
-        for p in procs:  # the barrier: every racer connected and warmed up
-            line = p.stdout.readline()
-            assert line.strip() == "ready", (line, p.stderr.read() if p.poll() is not None else "")
-        for p in procs:
-            p.stdin.write("go\n")
-        for p in procs:
-            p.stdin.flush()
-        results = []
-        deadline = time.monotonic() + 120
-        for p in procs:
-            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            assert p.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        return results
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    argvs = [[sys.executable, str(WORKER), server.url, token, mode, slug, basehash, str(i)] for i in range(RACERS)]
+    return run_together(argvs, timeout=120)
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])

@@ -31,6 +31,7 @@ from .conftest import (
     cli,
     mcp_session,
     ok,
+    run_together,
     start_server,
     stop_process_group,
 )
@@ -87,37 +88,11 @@ async def read_whole(c: Any, slug: str) -> dict[str, Any] | None:
 def run_writers(server: RunningServer, namespace: str, shared: str) -> list[dict[str, Any]]:
     token = server.tokens["write"]
     modes = ["2026-07-28", "legacy"]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WRITER), "mix", server.url, token, modes[i % 2], namespace, shared, str(i), str(SECONDS)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    argvs = [
+        [sys.executable, str(WRITER), "mix", server.url, token, modes[i % 2], namespace, shared, str(i), str(SECONDS)]
         for i in range(WRITERS)
     ]
-    try:
-        for p in procs:  # the barrier: every writer connected and its own pages made
-            line = p.stdout.readline()
-            if line.strip() != "ready":
-                p.kill()
-                raise AssertionError(f"writer did not get ready: {line!r} {p.communicate()[1]}")
-        for p in procs:
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        results = []
-        deadline = time.monotonic() + 90
-        for p in procs:
-            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-            assert p.returncode == 0, err
-            results.append(json.loads(out.strip().splitlines()[-1]))
-        return results
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+    return run_together(argvs, timeout=90)
 
 
 async def test_concurrent_writers_lose_nothing_and_make_one_commit_each(server, uid):
