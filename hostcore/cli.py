@@ -209,7 +209,7 @@ def check(obj: CliContext) -> None:
             host = build_host(obj.instance, start=False)
             host.close()
     except HostcoreError as exc:
-        problems += str(exc).split("; ") if "PLUGIN" not in str(exc) else [str(exc)]
+        problems += exc.data.get("problems", [str(exc)])
     if not (obj.instance / CONFIG_FILE).exists():
         problems.append(f"{obj.instance / CONFIG_FILE}: missing; run `hostcore init --instance {obj.instance}`")
     for problem in problems:

@@ -117,7 +117,7 @@ def load_config(
     config = _merge(config, overrides or {})
     problems = problems_in(config)
     if problems:
-        raise ConfigError("; ".join(problems))
+        raise ConfigError("; ".join(problems), problems=problems)
     return resolve_secrets(config)
 
 
