@@ -28,6 +28,7 @@ instance with and without the search index (SEARCH empty), interleaved in the sa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import shutil
 import sqlite3
@@ -37,8 +38,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from hostcore import SearchDoc
 
 NAMESPACES = ["eng", "ops", "product", "people", "research", "support", "design", "notes"]
 TAGS = [
@@ -60,17 +62,7 @@ TOPICAL = (
 ).split()
 
 
-@dataclass
-class Doc:
-    slug: str
-    title: str
-    body: str
-    tags: tuple[str, ...]
-    hash: str
-
-    @property
-    def namespace(self) -> str:
-        return self.slug.split("/", 1)[0]
+Doc = SearchDoc  # what every engine here indexes, hostcore's own document
 
 
 class Corpus:
@@ -381,17 +373,15 @@ class Plugin(Engine):
     name = "plugin"
 
     def __init__(self, root: Path) -> None:
-        from hostcore import SearchDoc
         from hostcore_tantivy import TantivySearch
 
         super().__init__(root)
-        self.make_doc = lambda d: SearchDoc(d.slug, d.title, d.body, d.tags, d.hash)
         self.backend = TantivySearch(root)
         self.other = TantivySearch(root)
 
     def build(self, docs: list[Doc]) -> None:
         for start in range(0, len(docs), 5000):
-            self.backend.update([self.make_doc(d) for d in docs[start : start + 5000]])
+            self.backend.update(docs[start : start + 5000])
         self.backend.close()  # waits for the background merges, which belong to the build
 
     def search(self, spec: dict) -> list[tuple[str, str]]:
@@ -399,7 +389,7 @@ class Plugin(Engine):
         return [(h.slug, h.snippet) for h in res.hits]
 
     def update_and_check(self, doc: Doc) -> None:
-        self.backend.update([self.make_doc(doc)])
+        self.backend.update([doc])
         assert self.other.search(f'"{doc.title}"', namespaces=None).hits
 
     def extra(self) -> dict[str, float]:
@@ -416,17 +406,15 @@ class Sqlite(Engine):
     name = "sqlite"
 
     def __init__(self, root: Path) -> None:
-        from hostcore import SearchDoc
         from hostcore_sqlite_search import SqliteSearch
 
         super().__init__(root)
-        self.make_doc = lambda d: SearchDoc(d.slug, d.title, d.body, d.tags, d.hash)
         self.backend = SqliteSearch(root)
         self.other = SqliteSearch(root)
 
     def build(self, docs: list[Doc]) -> None:
         for start in range(0, len(docs), 500):  # the batch size of hostcore's start-up catch-up
-            self.backend.update([self.make_doc(d) for d in docs[start : start + 500]])
+            self.backend.update(docs[start : start + 500])
         db = sqlite3.connect(self.backend.path)  # as for fts5: measure the database, not the WAL
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
@@ -436,7 +424,7 @@ class Sqlite(Engine):
         return [(h.slug, h.snippet) for h in res.hits]
 
     def update_and_check(self, doc: Doc) -> None:
-        self.backend.update([self.make_doc(doc)])
+        self.backend.update([doc])
         assert self.other.search(f'"{doc.title}"', namespaces=None).hits
 
     def extra(self) -> dict[str, float]:
@@ -547,8 +535,8 @@ class Service(Engine):
         for n in range(40):
             for host, samples in ((self.host, with_search), (self.plain, without)):
                 i = rng.randrange(total)
-                doc = corpus.page(i)  # another body for an existing page
-                doc.slug = f"{NAMESPACES[i % len(NAMESPACES)]}/page-{i}"
+                # another body for an existing page
+                doc = dataclasses.replace(corpus.page(i), slug=f"{NAMESPACES[i % len(NAMESPACES)]}/page-{i}")
                 self.hashes.setdefault(doc.slug, host.wiki(self.system).read_page(doc.slug, limit=1)["hash"])
                 samples.append(timed(lambda host=host, doc=doc: self._save(host, doc)))
             time.sleep(0.02)
@@ -604,8 +592,7 @@ def run(name: str, docs: list[Doc], corpus: Corpus, specs: list[dict], workdir: 
     rng = random.Random(3)
     for _ in range(30):
         i = rng.randrange(len(docs))
-        fresh = corpus.page(i)
-        fresh.title = f"Updated {''.join(rng.choices(string.ascii_lowercase, k=10))}"
+        fresh = dataclasses.replace(corpus.page(i), title=f"Updated {''.join(rng.choices(string.ascii_lowercase, k=10))}")
         updates.append(timed(lambda fresh=fresh: engine.update_and_check(fresh)))
         time.sleep(0.05)  # saves are not back to back: let background work (merges) finish
     extra = engine.extra()

@@ -228,6 +228,25 @@ class SearchConformance:
         kwargs.setdefault("namespaces", None)
         return self.slugs(backend.search(query, **kwargs))
 
+    def test_reopens_existing_index(self, tmp_path: Path) -> None:
+        first = self.make_backend(tmp_path / "index")
+        first.update([SearchDoc("n/a", "T", "kept", (), "h")])
+        first.close()
+        again = self.make_backend(tmp_path / "index")
+        try:
+            assert again.hashes() == {"n/a": "h"}
+            assert self.search(again, "kept") == ["n/a"]
+        finally:
+            again.close()
+
+    def test_paging_arguments_checked(self, backend: SearchBackend) -> None:
+        with pytest.raises(ValidationError) as err:
+            backend.search("x", namespaces=None, offset=-1)
+        assert err.value.field == "offset"
+        with pytest.raises(ValidationError) as err:
+            backend.search("x", namespaces=None, limit=0)
+        assert err.value.field == "limit"
+
     def test_case_and_accents_are_ignored(self, backend: SearchBackend) -> None:
         backend.update([SearchDoc("n/a", "Crème brûlée", "A dessert", (), "h")])
         assert self.search(backend, "creme") == ["n/a"]

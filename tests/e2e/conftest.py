@@ -124,24 +124,30 @@ class RunningServer:
             return self._git("rev-parse", "HEAD").stdout.decode().strip()
         return str(max((p.stat().st_mtime_ns for p in self.storage.rglob("*") if p.is_file()), default=0))
 
-    def plant(self, files: dict[str, str]) -> None:
-        """Put files straight into storage, bypassing hostcore: written into the fs folder, or
-        committed and pushed into the bare repository the way an operator would with git."""
+    def plant(self, files: dict[str, str | None], message: str = "planted by the e2e tests") -> None:
+        """Change storage bypassing hostcore: write (or, for None, remove) files in the fs folder,
+        or commit them from a clone and push into the bare repository, as an operator would with git."""
         if self.storage_kind != "git":
             for rel, text in files.items():
                 target = self.storage / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text)
+                if text is None:
+                    target.unlink()
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text)
             return
         with tempfile.TemporaryDirectory(prefix="e2e-plant-") as tmp:
             work = Path(tmp) / "work"
             self._git("clone", "-q", str(self.storage), str(work), cwd=Path(tmp))
             for rel, text in files.items():
                 target = work / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text)
+                if text is None:
+                    self._git("rm", "-q", rel, cwd=work)
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text)
             self._git("add", "-A", cwd=work)
-            self._git("commit", "-q", "-m", "planted by the e2e tests", cwd=work)
+            self._git("commit", "-q", "-m", message, cwd=work)
             self._git("push", "-q", "origin", "HEAD", cwd=work)
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

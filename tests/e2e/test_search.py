@@ -15,7 +15,6 @@ import select
 import shutil
 import sqlite3
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -495,32 +494,6 @@ async def test_fetch_errors_name_its_id_argument(server, corpus):
 # --- catch-up after an outside commit, and `hostcore reindex` ----------------------------------------
 
 
-def commit_outside(srv: RunningServer, files: dict[str, str | None]) -> None:
-    """Change storage bypassing hostcore, as an operator would: write (or, for None, remove) files,
-    committed from a clone and pushed into the bare repository (git) or straight in the folder (fs)."""
-    if srv.storage_kind != "git":
-        for rel, text in files.items():
-            target = srv.storage / rel
-            if text is None:
-                target.unlink()
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text)
-        return
-    with tempfile.TemporaryDirectory(prefix="e2e-outside-") as tmp:
-        work = Path(tmp) / "work"
-        srv._git("clone", "-q", str(srv.storage), str(work), cwd=Path(tmp))
-        for rel, text in files.items():
-            if text is None:
-                srv._git("rm", "-q", rel, cwd=work)
-            else:
-                (work / rel).parent.mkdir(parents=True, exist_ok=True)
-                (work / rel).write_text(text)
-        srv._git("add", "-A", cwd=work)
-        srv._git("commit", "-q", "-m", "changed outside hostcore", cwd=work)
-        srv._git("push", "-q", "origin", "HEAD", cwd=work)
-
-
 def reindex_on_a_terminal(instance: Path) -> tuple[int, str, str]:
     """Run ``hostcore reindex`` with stderr on a pseudo-terminal (so click draws its bar)."""
     from hostcore.testing import hostcore_cmd, hostcore_env
@@ -588,7 +561,7 @@ def test_catch_up_after_outside_commit_and_reindex(tmp_path):
     finally:
         stop_process_group(proc)
 
-    commit_outside(srv, {
+    srv.plant({
         "notes/outside.md": "---\ntitle: From outside\ntags:\n- planted\n---\nA magnetar was committed with git.\n",
         "notes/changed.md": "---\ntitle: Changed\n---\nmeteorite after\n",
         "notes/gone.md": None,

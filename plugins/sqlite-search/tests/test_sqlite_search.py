@@ -52,23 +52,6 @@ class TestSqliteSearch(SearchConformance):
         assert sorted(self.search(backend, "(alpha OR beta) NOT (tag:one OR tag:\"two words\")")) == ["n/c"]
         assert self.search(backend, "alpha NOT -beta") == ["n/c"]
 
-    def test_reopens_existing_index(self, tmp_path: Path) -> None:
-        first = SqliteSearch(tmp_path)
-        first.update([SearchDoc("n/a", "T", "kept", (), "h")])
-        first.close()
-        again = SqliteSearch(tmp_path)
-        assert again.hashes() == {"n/a": "h"}
-        assert self.search(again, "kept") == ["n/a"]
-        again.close()
-
-    def test_paging_arguments_checked(self, backend: SqliteSearch) -> None:
-        with pytest.raises(ValidationError) as err:
-            backend.search("x", namespaces=None, offset=-1)
-        assert err.value.field == "offset"
-        with pytest.raises(ValidationError) as err:
-            backend.search("x", namespaces=None, limit=0)
-        assert err.value.field == "limit"
-
     def test_big_update_is_one_transaction(self, backend: SqliteSearch) -> None:
         docs = [SearchDoc(f"n/p{i}", f"Page {i}", f"bulk word{i}", (), f"h{i}") for i in range(1200)]
         backend.update(docs)
