@@ -95,7 +95,7 @@ def free_port() -> int:
 
 def hostcore_cmd() -> list[str]:
     beside = Path(sys.executable).with_name("hostcore")
-    return [str(beside)] if beside.exists() else [sys.executable, "-c", "from hostcore.cli import run; run()"]
+    return [str(beside)] if beside.exists() else [sys.executable, "-c", "from hostcore.cli.commands import run; run()"]
 
 
 def clean_env() -> dict[str, str]:

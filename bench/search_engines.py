@@ -443,7 +443,7 @@ class Service(Engine):
     public_url = "https://wiki.example.org"
 
     def __init__(self, root: Path) -> None:
-        from hostcore.auth import SYSTEM, Principal
+        from hostcore.domain.principal import SYSTEM, Principal
 
         super().__init__(root)
         self.instance = root
@@ -463,7 +463,7 @@ class Service(Engine):
     def build(self, docs: list[Doc]) -> None:
         from hostcore import Change, Put, indexer
         from hostcore.app import build_host
-        from hostcore.pages import Page
+        from hostcore.domain.pages import Page
 
         self._write_config()
         start = time.perf_counter()

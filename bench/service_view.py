@@ -8,7 +8,7 @@ same service call, same page.
 from flask import jsonify, request
 
 from hostcore import hookimpl
-from hostcore.transport import authenticate
+from hostcore.mcp.transport import authenticate
 
 
 @hookimpl

@@ -24,8 +24,8 @@ from pygit2.enums import FileMode
 
 from hostcore import Change, Put
 from hostcore.app import build_host
-from hostcore.auth import SYSTEM
-from hostcore.pages import Page
+from hostcore.domain.pages import Page
+from hostcore.domain.principal import SYSTEM
 
 
 def slug(n: int) -> str:

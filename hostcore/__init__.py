@@ -3,8 +3,20 @@
 This module is the public surface: plugins import from here and nowhere else in ``hostcore``.
 """
 
-from .auth import SYSTEM, Principal, Unauthorized
-from .errors import (
+from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
+from hostcore.domain.principal import SYSTEM, Principal, Unauthorized
+from hostcore.domain.query import (
+    And,
+    Not,
+    Or,
+    Phrase,
+    QueryNode,
+    Tag,
+    Term,
+    parse_query,
+    positive_leaves,
+)
+from hostcore.errors import (
     ConfigError,
     Conflict,
     Forbidden,
@@ -17,21 +29,29 @@ from .errors import (
     Unavailable,
     ValidationError,
 )
-from .hookspecs import hookimpl
-from .locks import FileLock
-from .pages import Page, check_namespace, check_slug, wiki_links
-from .query import And, Not, Or, Phrase, QueryNode, Tag, Term, parse_query, positive_leaves
-from .resources import prompt, resource
-from .search import SearchBackend, SearchDoc, SearchHit, SearchResults
-from .storage import ANY, Change, Delete, Operation, Put, Revision, Storage, blob_hash, check_path
-from .tools import Tool, tool
+from hostcore.seams.hookspecs import hookimpl
+from hostcore.seams.locks import FileLock
+from hostcore.seams.resources import prompt, resource
+from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
+from hostcore.seams.storage import (
+    ANY,
+    Change,
+    Delete,
+    Operation,
+    Put,
+    Revision,
+    Storage,
+    blob_hash,
+    check_path,
+)
+from hostcore.seams.tool import Tool, tool
 
 __version__ = "0.1.0"
 
 
 def create_app(*args, **kwargs):  # noqa: ANN002, ANN003 - thin lazy wrapper keeps Flask off plugin imports
     """Build the Flask application; see :func:`hostcore.app.create_app`."""
-    from .app import create_app as _create_app
+    from hostcore.app import create_app as _create_app
 
     return _create_app(*args, **kwargs)
 

@@ -10,10 +10,11 @@ from typing import Any
 
 from flask import Flask
 
-from . import transport
-from .config import load_config
-from .host import Host
-from .plugins import make_plugin_manager
+from hostcore.host.config import load_config
+from hostcore.host.host import Host
+from hostcore.host.plugins import make_plugin_manager
+from hostcore.mcp import transport
+from hostcore.service.wiki import Wiki
 
 
 def instance_folder(path: str | os.PathLike[str] | None = None) -> Path:
@@ -28,7 +29,7 @@ def build_host(
     instance.mkdir(parents=True, exist_ok=True)
     settings = load_config(instance, config)
     log_to_gunicorn(settings["LOG_LEVEL"])
-    host = Host(settings, instance, make_plugin_manager(settings["PLUGINS"], plugins))
+    host = Host(settings, instance, make_plugin_manager(settings["PLUGINS"], plugins), Wiki)
     if start:
         host.start()
     return host

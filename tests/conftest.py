@@ -8,8 +8,8 @@ import pytest
 from flask import Flask
 
 from hostcore import Principal, create_app
-from hostcore.auth import SYSTEM
-from hostcore.host import Host
+from hostcore.domain.principal import SYSTEM
+from hostcore.host.host import Host
 
 BASE_CONFIG = {"PLUGINS": ["fs", "tokens"], "STORAGE": "fs"}
 

@@ -2,7 +2,7 @@ import re
 
 from click.testing import CliRunner
 
-from hostcore.cli import main
+from hostcore.cli.commands import main
 
 
 def test_init_token_plugins_check(tmp_path):
@@ -26,7 +26,7 @@ def test_init_token_plugins_check(tmp_path):
 
     plugins = runner.invoke(main, ["plugins", "--instance", inst])
     assert re.search(r"^tokens\thostcore-tokens 0\.1\.0\t.*authenticate", plugins.stdout, re.M)
-    assert re.search(r"^hostcore\.core_tools\thostcore \(built in\)\tregister_tools$", plugins.stdout, re.M)
+    assert re.search(r"^hostcore\.tools\.pages\thostcore \(built in\)\tregister_tools$", plugins.stdout, re.M)
     assert runner.invoke(main, ["check", "--instance", inst]).exit_code == 0
 
 

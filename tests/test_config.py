@@ -1,7 +1,7 @@
 import pytest
 
 from hostcore import ConfigError, StartupError, create_app, hookimpl, tool
-from hostcore.config import env_overrides, load_config
+from hostcore.host.config import env_overrides, load_config
 
 
 def test_file_env_and_secrets(tmp_path, monkeypatch):

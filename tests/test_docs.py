@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pluggy
 
-from hostcore import hookspecs
+from hostcore.seams import hookspecs
 from hostcore.app import build_host
-from hostcore.cli import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
-from hostcore.reference import render
+from hostcore.cli.commands import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
+from hostcore.cli.reference import render
 
 ROOT = Path(__file__).resolve().parent.parent
 

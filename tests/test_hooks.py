@@ -4,7 +4,7 @@ from click.testing import CliRunner
 from flask import jsonify
 
 from hostcore import Principal, Unauthorized, create_app, hookimpl
-from hostcore.cli import main
+from hostcore.cli.commands import main
 
 from .conftest import BASE_CONFIG
 
@@ -69,7 +69,7 @@ def test_register_commands_and_instance_created(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["--instance", str(inst), "init"])
     assert "First admin token" in result.stdout  # the tokens plugin's instance_created line
 
-    import hostcore.cli as cli_module
+    import hostcore.cli.commands as cli_module
 
     original = cli_module.make_plugin_manager
     monkeypatch.setattr(cli_module, "make_plugin_manager", lambda names: original(names, [Commands()]))
@@ -88,7 +88,7 @@ class FirstRun:
 
 
 def test_instance_created_lines_are_shown(tmp_path, monkeypatch):
-    import hostcore.cli as cli_module
+    import hostcore.cli.commands as cli_module
 
     original = cli_module.build_host
     monkeypatch.setattr(cli_module, "build_host", lambda instance, *a, **k: original(instance, None, [FirstRun()]))
@@ -141,7 +141,7 @@ class PagesAsResources:
 
 
 def test_resources_and_prompts_go_through_the_service_layer(tmp_path):
-    from hostcore.auth import SYSTEM
+    from hostcore.domain.principal import SYSTEM
 
     app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Recorder(), PagesAsResources()])
     wiki = app.extensions["hostcore"].wiki(SYSTEM)

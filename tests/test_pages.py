@@ -2,7 +2,14 @@ import pytest
 import yaml
 
 from hostcore import NotFound, Page, ValidationError, blob_hash, check_slug, wiki_links
-from hostcore.pages import check_tags, check_title, headings, section, slug_from_path, window
+from hostcore.domain.pages import (
+    check_tags,
+    check_title,
+    headings,
+    section,
+    slug_from_path,
+    window,
+)
 
 
 @pytest.mark.parametrize("slug", ["notes/a", "notes/folder/page", "a-b/c_d.e", "N/x1"])

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from hostcore import Unavailable, ValidationError, create_app
-from hostcore.auth import SYSTEM
-from hostcore.cli import main
+from hostcore.cli.commands import main
+from hostcore.domain.principal import SYSTEM
 
 from .conftest import principal
 
@@ -142,8 +142,8 @@ def test_no_search_backend_means_no_search_tools(host):
 def test_next_offset_is_never_past_the_offset_limit(tmp_path):
     from hostcore import Change, Put
     from hostcore.app import build_host
-    from hostcore.pages import Page
-    from hostcore.retrieval import MAX_SEARCH_OFFSET
+    from hostcore.domain.pages import Page
+    from hostcore.service.search import MAX_SEARCH_OFFSET
 
     instance = tmp_path / "instance"
     instance.mkdir()

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from hostcore import Conflict, NotFound, ValidationError
-from hostcore.auth import SYSTEM
+from hostcore.domain.principal import SYSTEM
 
 from .conftest import principal
 

@@ -62,7 +62,7 @@ def test_tool_needs_docstring_and_annotations():
 
 def test_smallest_plugin_runs_in_the_host(tmp_path):
     from hostcore import create_app, hookimpl
-    from hostcore.auth import SYSTEM
+    from hostcore.domain.principal import SYSTEM
 
     class WordCount:
         @hookimpl

@@ -3,7 +3,7 @@
 import pytest
 
 from hostcore import Conflict, Forbidden, InsufficientScope, NotFound, ValidationError
-from hostcore.pages import MAX_BODY_BYTES
+from hostcore.domain.pages import MAX_BODY_BYTES
 
 from .conftest import principal
 

@@ -1,7 +1,8 @@
 from pathlib import Path
 
-from hostcore.testing import StorageConformance
 from hostcore_fs import FileStorage
+
+from hostcore.testing import StorageConformance
 
 
 class TestFileStorage(StorageConformance):

@@ -1,7 +1,8 @@
 from pathlib import Path
 
-from hostcore.testing import StorageConformance
 from hostcore_git import GitStorage
+
+from hostcore.testing import StorageConformance
 
 
 class TestGitStorage(StorageConformance):

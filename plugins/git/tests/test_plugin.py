@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-import pluggy
-
 import hostcore_git
-from hostcore import hookspecs
+import pluggy
 from hostcore_git import GitStorage
+
+from hostcore.seams import hookspecs
 
 
 def test_entry_point_and_hook() -> None:

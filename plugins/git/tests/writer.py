@@ -11,8 +11,9 @@ import sys
 from itertools import count
 from pathlib import Path
 
-from hostcore import Change, Conflict, Put
 from hostcore_git import GitStorage
+
+from hostcore import Change, Conflict, Put
 
 PAGES = [f"pages/p{n}.md" for n in range(5)]
 

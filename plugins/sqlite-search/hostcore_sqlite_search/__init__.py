@@ -141,7 +141,7 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 class SqliteSearch(SearchBackend):
     """Full-text search over title, body and tags; the best match first, title matches boosted.
 
-    Query syntax: :mod:`hostcore.query`, shared by every hostcore search backend.
+    Query syntax: :mod:`hostcore.domain.query`, shared by every hostcore search backend.
     """
 
     name = "sqlite"

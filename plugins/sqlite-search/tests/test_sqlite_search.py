@@ -3,10 +3,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hostcore_sqlite_search import (
+    SqliteSearch,
+    analyse,
+    compile_match,
+    register_search_backends,
+)
 
 from hostcore import SearchDoc, ValidationError, parse_query
 from hostcore.testing import SearchConformance
-from hostcore_sqlite_search import SqliteSearch, analyse, compile_match, register_search_backends
 
 
 class TestSqliteSearch(SearchConformance):

@@ -94,7 +94,7 @@ def _finish_merges(writer: tantivy.IndexWriter, lock: FileLock) -> None:
 class TantivySearch(SearchBackend):
     """Full-text search over title, body and tags; the best match first, title matches boosted.
 
-    Query syntax: :mod:`hostcore.query`, shared by every hostcore search backend.
+    Query syntax: :mod:`hostcore.domain.query`, shared by every hostcore search backend.
     """
 
     name = "tantivy"

@@ -18,7 +18,14 @@ from typing import Any
 
 import click
 
-from hostcore import NotFound, Principal, Unauthorized, ValidationError, check_namespace, hookimpl
+from hostcore import (
+    NotFound,
+    Principal,
+    Unauthorized,
+    ValidationError,
+    check_namespace,
+    hookimpl,
+)
 
 PREFIX = "hc_"
 SCOPES = ("read", "write", "admin")

@@ -1,0 +1,274 @@
+"""``hostcore``: init, serve, check, plugins, reindex, and the commands plugins add.
+
+Every command takes ``--instance DIR`` (or ``$HOSTCORE_INSTANCE``, default ``./instance``), before
+or after the command name. Plugin commands come from the ``register_commands`` hook of the plugins
+the instance's config names, so the instance is found before the command line is resolved.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hostcore.app import build_host, create_app, instance_folder
+from hostcore.domain.principal import SYSTEM
+from hostcore.errors import HostcoreError
+from hostcore.host.config import CONFIG_FILE, load_config, problems_in, read_file
+from hostcore.host.host import Host
+from hostcore.host.plugins import describe, make_plugin_manager
+
+EMBEDDED_PLUGINS = ["git", "tokens", "sqlite"]
+EMBEDDED_STORAGE = "git"
+EMBEDDED_SEARCH = "sqlite"
+
+CONFIG_TEMPLATE = """\
+# hostcore instance configuration. Every key can be overridden by a HOSTCORE_<KEY> variable.
+PLUGINS = {plugins}
+STORAGE = "{storage}"
+SEARCH = "{search}"
+PUBLIC_URL = "http://127.0.0.1:8080"
+# ALLOWED_HOSTS = ["wiki.example.org"]
+# ALLOWED_ORIGINS = ["https://wiki.example.org"]
+# Secrets: {{"$env" = "NAME"}} reads an environment variable, e.g.
+# [PLUGIN_CONFIG.git]
+# remote = {{"$env" = "WIKI_BACKUP_REMOTE"}}
+"""
+
+
+class CliContext:
+    """What commands receive with ``@click.pass_obj``: the instance folder and a lazy host."""
+
+    def __init__(self, instance: Path | None = None) -> None:
+        self.instance = instance or instance_folder()
+        self._host: Host | None = None
+
+    def host(self) -> Host:
+        if self._host is None:
+            self._host = build_host(self.instance)
+        return self._host
+
+
+def _instance_from_args(args: list[str]) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == "--instance" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--instance="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _set_instance(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(CliContext).instance = instance_folder(value)
+
+
+instance_option = click.option(
+    "--instance",
+    metavar="DIR",
+    expose_value=False,
+    is_eager=True,
+    callback=_set_instance,
+    help="instance folder (default: $HOSTCORE_INSTANCE or ./instance)",
+)
+
+
+def _add_instance_option(command: click.Command) -> None:
+    if not any(p.name == "instance" for p in command.params):
+        instance_option(command)
+    for sub in getattr(command, "commands", {}).values():
+        _add_instance_option(sub)
+
+
+class HostcoreGroup(click.Group):
+    """Loads plugin commands for the instance named on the command line before resolving it."""
+
+    _loaded: Path | None = None
+    _load_error: HostcoreError | None = None
+
+    def _load_plugin_commands(self, instance: Path) -> None:
+        if self._loaded == instance or not (instance / CONFIG_FILE).exists():
+            return
+        self._loaded, self._load_error = instance, None
+        try:
+            pm = make_plugin_manager(load_config(instance)["PLUGINS"])
+        except HostcoreError as exc:
+            self._load_error = exc  # built-in commands still work; `hostcore check` explains
+            return
+        pm.hook.register_commands(cli=self)
+        for command in self.commands.values():
+            _add_instance_option(command)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        ctx.ensure_object(CliContext)
+        named = _instance_from_args(args)
+        if named:
+            ctx.obj.instance = instance_folder(named)
+        self._load_plugin_commands(ctx.obj.instance)
+        return super().resolve_command(ctx, args)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and self._load_error is not None:
+            raise click.ClickException(f"{cmd_name!r} may come from a plugin that did not load: {self._load_error}")
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands(ctx.ensure_object(CliContext).instance)
+        return super().list_commands(ctx)
+
+
+@click.group(cls=HostcoreGroup)
+@instance_option
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """hostcore: a wiki that people and AI assistants share."""
+    ctx.ensure_object(CliContext)
+
+
+@main.command()
+@instance_option
+@click.pass_obj
+def init(obj: CliContext) -> None:
+    """Create an instance folder with the embedded defaults and print the first admin token."""
+    config = obj.instance / CONFIG_FILE
+    if config.exists():
+        click.echo(f"{obj.instance} is already an instance; keeping it", err=True)
+        return
+    obj.instance.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        CONFIG_TEMPLATE.format(
+            plugins="[" + ", ".join(f'"{p}"' for p in EMBEDDED_PLUGINS) + "]",
+            storage=EMBEDDED_STORAGE,
+            search=EMBEDDED_SEARCH,
+        ),
+        "utf-8",
+    )
+    try:
+        host = obj.host()
+    except HostcoreError:
+        config.unlink()
+        raise
+    wiki = host.wiki(SYSTEM)
+    wiki.save_namespace("notes", title="Notes", description="Shared notes of people and assistants")
+    wiki.save_page(
+        "notes/index",
+        title="Welcome",
+        body="# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with [[notes/index]].\n",
+    )
+    click.echo(f"created {obj.instance}", err=True)
+    for line in host.pm.hook.instance_created(host=host):
+        if line:
+            click.echo(line)
+
+
+@main.command()
+@instance_option
+@click.option("--bind", default="127.0.0.1:8080", show_default=True, help="HOST:PORT to listen on")
+@click.option("--workers", default=2, show_default=True, help="worker processes")
+@click.option("--threads", default=4, show_default=True, help="threads per worker")
+@click.pass_obj
+def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
+    """Serve the wiki with gunicorn."""
+    from gunicorn.app.base import BaseApplication
+
+    instance = obj.instance
+    build_host(instance, start=False)  # fail fast, in the foreground, on a bad config
+
+    class Server(BaseApplication):
+        def load_config(self) -> None:
+            settings = {
+                "bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread",
+                # gunicorn's control socket lives at one per-user path; instances would take it from each other.
+                "control_socket_disable": True,
+            }  # fmt: skip
+            for key, value in settings.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            return create_app(instance_path=instance)
+
+    os.environ["HOSTCORE_INSTANCE"] = str(instance)
+    click.echo(f"hostcore serving {instance} on http://{bind}/ (MCP endpoint: http://{bind}/_/mcp)", err=True)
+    Server().run()
+
+
+@main.command()
+@instance_option
+@click.pass_obj
+def check(obj: CliContext) -> None:
+    """Validate the instance's config and plugins; name every problem."""
+    problems: list[str] = []
+    try:
+        raw = read_file(obj.instance)
+        problems += problems_in(raw)
+        if not problems:
+            host = build_host(obj.instance, start=False)
+            host.close()
+    except HostcoreError as exc:
+        problems += exc.data.get("problems", [str(exc)])
+    if not (obj.instance / CONFIG_FILE).exists():
+        problems.append(f"{obj.instance / CONFIG_FILE}: missing; run `hostcore init --instance {obj.instance}`")
+    for problem in problems:
+        click.echo(f"problem: {problem}")
+    if problems:
+        sys.exit(1)
+    click.echo(f"{obj.instance}: config OK")
+
+
+@main.command("plugins")
+@instance_option
+@click.pass_obj
+def plugins_(obj: CliContext) -> None:
+    """Show what loaded, from which distribution, and which hooks each plugin implements."""
+    pm = make_plugin_manager(load_config(obj.instance)["PLUGINS"])
+    for p in describe(pm):
+        version = f" {p['version']}" if p["version"] else ""
+        click.echo(f"{p['name']}\t{p['distribution']}{version}\t{', '.join(p['hooks'])}")
+
+
+@main.command("tools")
+@instance_option
+@click.option("--markdown", is_flag=True, help="print the full reference as Markdown")
+@click.pass_obj
+def tools_(obj: CliContext, markdown: bool) -> None:
+    """List the instance's MCP tools (with --markdown: the tool reference)."""
+    from hostcore.cli.reference import render
+
+    host = build_host(obj.instance, start=False)
+    if markdown:
+        click.echo(render(host.tools.values()), nl=False)
+        return
+    for t in host.tools.values():
+        click.echo(f"{t.name}\t{t.scope}\t{t.title}")
+
+
+@main.command()
+@instance_option
+@click.pass_obj
+def reindex(obj: CliContext) -> None:
+    """Rebuild the search index from storage."""
+    from hostcore.domain.pages import slug_from_path
+    from hostcore.indexes.indexer import catch_up_links, catch_up_search
+
+    host = obj.host()
+    if host.search is None:
+        raise click.ClickException("no search backend is configured (SEARCH is empty)")
+    host.search.clear()
+    total = sum(1 for path in host.storage.list() if slug_from_path(path))
+    with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
+        indexed, _removed = catch_up_search(host, progress=bar.update)
+    catch_up_links(host)
+    click.echo(f"indexed {indexed} pages")
+
+
+def run() -> None:
+    """Entry point: turn hostcore errors into one clear line and exit status 1."""
+    try:
+        main(standalone_mode=True)
+    except HostcoreError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)

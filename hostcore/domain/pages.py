@@ -1,0 +1,315 @@
+"""Pages: slugs, the stored form (YAML front matter + Markdown), wiki-links and sections.
+
+This module is pure: no storage, no access rules. The service layer (``hostcore.service``) uses it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import yaml
+
+from hostcore.domain.hashes import blob_hash
+from hostcore.errors import NotFound, ValidationError
+
+# libyaml when the wheel has it: ten times faster to parse front matter at start-up catch-up.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_TITLE = 256
+MAX_TAGS = 32
+MAX_TAG = 64
+MAX_SLUG = 255
+MAX_DEPTH = 8
+
+PAGE_SUFFIX = ".md"
+NAMESPACE_FILE = ".namespace.yaml"
+
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def check_segment(value: str, field_name: str, what: str) -> str:
+    if not value:
+        raise ValidationError(f"{what} is empty", field=field_name)
+    if value[0] in "_.":
+        raise ValidationError(f"{what} {value!r} starts with {value[0]!r}; no segment may start with _ or .", field=field_name)
+    if not _SEGMENT.fullmatch(value):
+        raise ValidationError(
+            f"{what} {value!r} is not allowed; use letters, digits, '-', '_' and '.' (at most 100 characters)",
+            field=field_name,
+        )
+    return value
+
+
+def check_namespace(name: Any, field_name: str = "name") -> str:
+    """Validate a namespace name (one segment). Returns it or raises ValidationError."""
+    if not isinstance(name, str):
+        raise ValidationError("must be a string", field=field_name)
+    if "/" in name:
+        raise ValidationError(f"{name!r} is a page slug; give the namespace name alone, e.g. 'notes'", field=field_name)
+    return check_segment(name, field_name, "namespace name")
+
+
+def check_slug(slug: Any, field_name: str = "slug") -> str:
+    """Validate a page slug ``namespace/page`` (folders allowed). Returns it or raises."""
+    if not isinstance(slug, str):
+        raise ValidationError("must be a string", field=field_name)
+    if len(slug) > MAX_SLUG:
+        raise ValidationError(f"is {len(slug)} characters; at most {MAX_SLUG}", field=field_name)
+    parts = slug.split("/")
+    if len(parts) < 2:
+        raise ValidationError(f"{slug!r} has no namespace; use namespace/page form, e.g. notes/my-page", field=field_name)
+    if len(parts) > MAX_DEPTH:
+        raise ValidationError(f"{slug!r} is nested {len(parts)} deep; at most {MAX_DEPTH} segments", field=field_name)
+    for part in parts:
+        check_segment(part, field_name, "segment")
+    if parts[-1].endswith(PAGE_SUFFIX):
+        raise ValidationError(f"{slug!r} ends in {PAGE_SUFFIX}; leave the extension off", field=field_name)
+    return slug
+
+
+def namespace_of(slug: str) -> str:
+    return slug.split("/", 1)[0]
+
+
+def page_path(slug: str) -> str:
+    return slug + PAGE_SUFFIX
+
+
+def namespace_path(name: str) -> str:
+    return f"{name}/{NAMESPACE_FILE}"
+
+
+def slug_from_path(path: str) -> str | None:
+    """The slug stored at ``path``, or None when it is not a visible page."""
+    if not path.endswith(PAGE_SUFFIX):
+        return None
+    slug = path[: -len(PAGE_SUFFIX)]
+    parts = slug.split("/")
+    if len(parts) < 2 or any(not p or p[0] in "_." for p in parts):
+        return None
+    return slug
+
+
+def is_hidden(path: str) -> bool:
+    return any(part.startswith((".", "_")) for part in path.split("/"))
+
+
+def check_title(title: Any, field_name: str = "title") -> str:
+    if not isinstance(title, str):
+        raise ValidationError("must be a string", field=field_name)
+    if len(title) > MAX_TITLE:
+        raise ValidationError(f"is {len(title)} characters; at most {MAX_TITLE}", field=field_name)
+    if "\n" in title or "\r" in title or _CONTROL.search(title):
+        raise ValidationError("must be one line of text without control characters", field=field_name)
+    return title
+
+
+def check_tags(tags: Any, field_name: str = "tags") -> list[str]:
+    if not isinstance(tags, list):
+        raise ValidationError("must be a list of strings", field=field_name)
+    if len(tags) > MAX_TAGS:
+        raise ValidationError(f"has {len(tags)} tags; at most {MAX_TAGS}", field=field_name)
+    out: list[str] = []
+    for i, tag in enumerate(tags):
+        if not isinstance(tag, str) or not tag.strip():
+            raise ValidationError(f"tag {i} is empty or not a string", field=field_name)
+        if len(tag) > MAX_TAG:
+            raise ValidationError(f"tag {tag[:20]!r}... is {len(tag)} characters; at most {MAX_TAG}", field=field_name)
+        if _CONTROL.search(tag) or "\n" in tag:
+            raise ValidationError(f"tag {i} contains control characters", field=field_name)
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+def check_body(body: Any, field_name: str = "body") -> str:
+    if not isinstance(body, str):
+        raise ValidationError("must be a string", field=field_name)
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > MAX_BODY_BYTES:
+        raise ValidationError(f"is {size} bytes as UTF-8; at most {MAX_BODY_BYTES} (1 MiB)", field=field_name)
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("is not valid UTF-8 (lone surrogate)", field=field_name) from None
+    if "\x00" in body:
+        raise ValidationError("contains a NUL character", field=field_name)
+    return body
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page as stored: front matter fields, body, and the blob id of its stored bytes."""
+
+    slug: str
+    title: str
+    body: str
+    tags: tuple[str, ...] = ()
+    pin: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    hash: str = ""
+
+    @property
+    def namespace(self) -> str:
+        return namespace_of(self.slug)
+
+    def to_bytes(self) -> bytes:
+        """The stored form: YAML front matter written by a real emitter, then the body."""
+        meta: dict[str, Any] = {"title": self.title}
+        if self.tags:
+            meta["tags"] = list(self.tags)
+        if self.pin:
+            meta["pin"] = True
+        for key, value in self.extra.items():
+            meta.setdefault(key, value)
+        front = yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
+        return f"---\n{front}---\n{self.body}".encode("utf-8")
+
+    def stored(self) -> Page:
+        """This page with ``hash`` set to the blob id of its stored bytes."""
+        return replace(self, hash=blob_hash(self.to_bytes()))
+
+    @classmethod
+    def from_bytes(cls, slug: str, data: bytes) -> Page:
+        """Parse stored bytes. Front matter that is absent or unreadable leaves the text as body."""
+        text = data.decode("utf-8", "replace")
+        meta: dict[str, Any] = {}
+        body = text
+        if text.startswith("---\n"):
+            end = text.find("\n---\n", 3)
+            if end == -1 and text.endswith("\n---"):
+                end = len(text) - 4
+            if end != -1:
+                try:
+                    loaded = yaml.load(text[4 : end + 1], Loader=_Loader)  # noqa: S506 - a safe loader
+                except yaml.YAMLError:
+                    loaded = None
+                if isinstance(loaded, dict):
+                    meta = loaded
+                    body = text[end + 5 :]
+        title = meta.pop("title", None)
+        tags = meta.pop("tags", None) or []
+        pin = meta.pop("pin", False)
+        return cls(
+            slug=slug,
+            title=str(title) if title is not None else slug,
+            body=body,
+            tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (str(tags),),
+            pin=bool(pin),
+            extra=meta,
+            hash=blob_hash(data),
+        )
+
+
+# --- wiki-links ---------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^(```|~~~)")
+_LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+
+
+def _outside_code(body: str) -> list[str]:
+    lines, fenced = [], False
+    for line in body.split("\n"):
+        if _FENCE.match(line.lstrip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            lines.append(re.sub(r"`[^`\n]*`", "", line))
+    return lines
+
+
+def resolve_link(target: str, from_slug: str) -> str:
+    """A link target without a namespace points into the linking page's namespace."""
+    target = target.strip().strip("/")
+    return target if "/" in target else f"{namespace_of(from_slug)}/{target}"
+
+
+def wiki_links(body: str, from_slug: str) -> list[str]:
+    """Targets of the ``[[slug]]``, ``[[slug|label]]`` and ``[[slug#heading]]`` links, in order, once each."""
+    seen: list[str] = []
+    for line in _outside_code(body):
+        for m in _LINK.finditer(line):
+            target = resolve_link(m.group(1), from_slug)
+            if target not in seen:
+                seen.append(target)
+    return seen
+
+
+def rewrite_links(body: str, from_slug: str, old: str, new: str) -> str:
+    """``body`` with every wiki-link to ``old`` pointing at ``new``; labels and headings kept, code untouched."""
+
+    def swap(m: re.Match[str]) -> str:
+        if resolve_link(m.group(1), from_slug) != old:
+            return m.group(0)
+        heading = f"#{m.group(2)}" if m.group(2) is not None else ""
+        label = f"|{m.group(3)}" if m.group(3) is not None else ""
+        return f"[[{new}{heading}{label}]]"
+
+    out, fenced = [], False
+    for line in body.split("\n"):
+        if _FENCE.match(line.lstrip()):
+            fenced = not fenced
+        elif not fenced:
+            parts = re.split(r"(`[^`\n]*`)", line)
+            line = "".join(part if part.startswith("`") else _LINK.sub(swap, part) for part in parts)
+        out.append(line)
+    return "\n".join(out)
+
+
+def slugify(title: str) -> str:
+    """A slug segment from a title: ASCII letters and digits joined by '-', at most 100 characters."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:100].strip("-")
+
+
+# --- sections and windows -----------------------------------------------------------------
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+
+
+def headings(body: str) -> list[tuple[int, str, int]]:
+    """(level, text, character offset) of every ATX heading outside fenced code."""
+    out, fenced, pos = [], False, 0
+    for line in body.split("\n"):
+        if _FENCE.match(line.lstrip()):
+            fenced = not fenced
+        elif not fenced:
+            m = _HEADING.match(line)
+            if m:
+                out.append((len(m.group(1)), m.group(2).strip(), pos))
+        pos += len(line) + 1
+    return out
+
+
+def section(body: str, name: str) -> str:
+    """The heading named ``name`` (case ignored) and everything under it. Raises NotFound."""
+    found = headings(body)
+    wanted = name.strip().lstrip("#").strip().casefold()
+    for i, (level, text, start) in enumerate(found):
+        if text.casefold() == wanted:
+            end = next((s for lvl, _t, s in found[i + 1 :] if lvl <= level), len(body))
+            return body[start:end]
+    names = ", ".join(repr(t) for _l, t, _s in found) or "none"
+    raise NotFound(f"no heading {name!r} in this page; its headings are: {names}", field="section")
+
+
+def window(text: str, offset: int, limit: int) -> dict[str, Any]:
+    """A window of ``text``: body, total_chars, truncated, next_offset. Raises for an offset past the end."""
+    total = len(text)
+    if offset > 0 and offset >= total:
+        raise ValidationError(f"{offset} is past the end; the text has {total} characters", field="offset")
+    end = min(total, offset + limit)
+    truncated = end < total
+    return {
+        "body": text[offset:end],
+        "offset": offset,
+        "total_chars": total,
+        "truncated": truncated,
+        "next_offset": end if truncated else None,
+    }

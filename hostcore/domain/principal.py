@@ -1,0 +1,54 @@
+"""Principals: who is calling, with which scopes, limited to which namespaces.
+
+Scopes are ordered: ``admin`` implies ``write``, and ``write`` implies ``read`` (a writer must read
+a page's hash before changing it). A principal limited to namespaces lists, reads and writes only
+those, whatever its scopes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hostcore.errors import Forbidden, HostcoreError, InsufficientScope
+
+SCOPE_ORDER = {"read": 1, "write": 2, "admin": 3}
+
+
+class Unauthorized(HostcoreError):
+    """Credentials are missing or invalid: the transport answers 401 with WWW-Authenticate."""
+
+    code = "unauthorized"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller. ``namespaces`` None means every namespace; ``client`` is the MCP clientInfo name."""
+
+    name: str
+    scopes: frozenset[str]
+    namespaces: frozenset[str] | None = None
+    client: str | None = None
+
+    def has_scope(self, scope: str) -> bool:
+        need = SCOPE_ORDER[scope]
+        return any(SCOPE_ORDER.get(s, 0) >= need for s in self.scopes)
+
+    def require(self, scope: str) -> None:
+        """Raise InsufficientScope naming ``scope`` unless the principal holds it."""
+        if not self.has_scope(scope):
+            held = ", ".join(sorted(self.scopes)) or "none"
+            raise InsufficientScope(
+                f"this call needs the {scope!r} scope; your token has: {held}. "
+                f"Ask an admin for a token with the {scope!r} scope.",
+                required_scope=scope,
+            )
+
+    def can_access(self, namespace: str) -> bool:
+        return self.namespaces is None or namespace in self.namespaces
+
+    def require_namespace(self, namespace: str, field: str = "slug") -> None:
+        if not self.can_access(namespace):
+            raise Forbidden(f"your token is limited to other namespaces than {namespace!r}", field=field)
+
+
+SYSTEM = Principal("hostcore", frozenset({"admin"}))

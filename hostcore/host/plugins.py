@@ -1,0 +1,89 @@
+"""Building the plugin manager: one per app, loading only what the config names.
+
+Built-in behaviour is itself a set of default plugins (the page tools, the search indexer), so
+the core uses the same hooks a third-party plugin does. Installed plugins load only when
+``PLUGINS`` names them (entry point group ``hostcore``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+import pluggy
+
+from hostcore.errors import StartupError
+from hostcore.seams import hookspecs
+
+DEFAULT_PLUGINS = (
+    "hostcore.tools.pages", "hostcore.tools.namespaces", "hostcore.tools.links", "hostcore.tools.history",
+    "hostcore.tools.search", "hostcore.indexes.indexer",
+)
+ENTRY_POINT_GROUP = "hostcore"
+
+
+def installed_plugins() -> dict[str, metadata.EntryPoint]:
+    """Name -> entry point of every installed hostcore plugin."""
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = ()) -> pluggy.PluginManager:
+    """A PluginManager with the defaults, the named installed plugins and ``extra`` objects.
+
+    A name with a dot is imported as a module (an unpackaged plugin); other names are looked up
+    among installed entry points. Raises StartupError for an unknown plugin name or a hook
+    implementation that matches no hook.
+    """
+    pm = pluggy.PluginManager("hostcore")
+    pm.add_hookspecs(hookspecs)
+    for module in DEFAULT_PLUGINS:
+        pm.register(__import__(module, fromlist=["_"]), name=module)
+    available = installed_plugins()
+    for name in names:
+        if pm.has_plugin(name):
+            raise StartupError(f"PLUGINS: {name!r} is listed twice; list each plugin once")
+        if "." in name:  # a module path: a plugin that is not packaged (site code, tests)
+            try:
+                module = importlib.import_module(name)
+            except ImportError as exc:
+                raise StartupError(f"PLUGINS: cannot import {name!r} ({exc}); check the module path and PYTHONPATH") from None
+            pm.register(module, name=name)
+            continue
+        entry = available.get(name)
+        if entry is None:
+            known = ", ".join(sorted(available)) or "none"
+            raise StartupError(
+                f"PLUGINS: no plugin named {name!r} is installed (installed: {known}); "
+                f"install it (pip install hostcore-{name}) or fix the name"
+            )
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+    for obj in extra:
+        pm.register(obj, name=getattr(obj, "__name__", None))
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise StartupError(
+            f"plugin {exc.plugin!r}: {exc}; hook implementations must match a hook in hostcore.seams.hookspecs "
+            "(check the spelling)"
+        ) from None
+    return pm
+
+
+def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
+    """What loaded: each plugin's name, distribution and version, and the hooks it implements."""
+    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    out = []
+    for name, plugin in pm.list_name_plugin():
+        dist = dists.get(id(plugin))
+        callers = pm.get_hookcallers(plugin) or []
+        out.append(
+            {
+                "name": name,
+                "distribution": dist.metadata["Name"] if dist else "hostcore (built in)",
+                "version": dist.version if dist else None,
+                "hooks": sorted(caller.name for caller in callers),
+            }
+        )
+    return out

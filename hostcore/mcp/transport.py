@@ -1,0 +1,140 @@
+"""HTTP routes of the core: the MCP endpoint with its Host, Origin, size and auth checks, and the
+OAuth protected-resource metadata (RFC 9728) that a 401 points clients to."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from hostcore.domain.principal import Principal, Unauthorized
+from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
+
+if TYPE_CHECKING:
+    from hostcore.host.host import Host
+
+MCP_PATH = "/_/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+bp = Blueprint("hostcore_transport", __name__)
+
+
+def host_of(app: Any = None) -> Host:
+    return (app or current_app).extensions["hostcore"]
+
+
+def _public(host: Host) -> tuple[str, str]:
+    """(origin, host:port) of PUBLIC_URL."""
+    parts = urlsplit(host.config["PUBLIC_URL"])
+    return f"{parts.scheme}://{parts.netloc}", parts.netloc
+
+
+def _split_port(netloc: str) -> str:
+    if netloc.startswith("["):
+        return netloc.split("]")[0] + "]"
+    return netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
+
+
+def host_allowed(host: Host, value: str) -> bool:
+    allowed = set(host.config["ALLOWED_HOSTS"]) | {_public(host)[1]}
+    return value in allowed or _split_port(value) in LOOPBACK or _split_port(value) in allowed
+
+
+def origin_allowed(host: Host, origin: str) -> bool:
+    public_origin, public_netloc = _public(host)
+    if origin in host.config["ALLOWED_ORIGINS"] or origin == public_origin:
+        return True
+    if _split_port(public_netloc) in LOOPBACK:
+        netloc = urlsplit(origin).netloc
+        return urlsplit(origin).scheme in ("http", "https") and _split_port(netloc) in LOOPBACK
+    return False
+
+
+def resource_url(host: Host) -> str:
+    return host.config["PUBLIC_URL"].rstrip("/") + MCP_PATH
+
+
+def _json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    response = jsonify({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
+    response.status_code = status
+    response.headers.update(headers or {})
+    return response
+
+
+def check_origin() -> Response | None:
+    """403 for a foreign Origin, 421 for a Host we do not serve (DNS rebinding)."""
+    host = host_of()
+    if not host_allowed(host, request.host):
+        return _json_error(421, f"Host {request.host!r} is not served here; add it to ALLOWED_HOSTS")
+    origin = request.headers.get("Origin")
+    if origin and not origin_allowed(host, origin):
+        return _json_error(403, f"Origin {origin!r} is not allowed; an operator can add it to ALLOWED_ORIGINS")
+    return None
+
+
+def authenticate(host: Host) -> Principal | Response:
+    """The caller's Principal, or a 401 response pointing at the resource metadata."""
+    sent = "Authorization" in request.headers
+    try:
+        principal = host.pm.hook.authenticate(request=request, host=host)
+    except Unauthorized as exc:
+        principal, reason = None, exc.message
+    else:
+        reason = "invalid or expired token" if sent else "a bearer token is required"
+    if principal is not None:
+        return principal
+    challenge = f'Bearer resource_metadata="{host.config["PUBLIC_URL"].rstrip("/")}{METADATA_PATH}{MCP_PATH}"'
+    challenge += ', scope="read write"'
+    if sent:
+        challenge += ', error="invalid_token"'
+    return _json_error(401, f"Unauthorized: {reason}", {"WWW-Authenticate": challenge})
+
+
+@bp.route(MCP_PATH, methods=["GET", "POST", "DELETE"])
+def mcp_endpoint() -> Any:
+    refused = check_origin()
+    if refused is not None:
+        return refused
+    host = host_of()
+    limit = host.config["MAX_REQUEST_BYTES"]
+    if request.content_length is not None and request.content_length > limit:
+        return _json_error(413, f"Request body is {request.content_length} bytes; the limit is {limit} bytes")
+    principal = authenticate(host)
+    if isinstance(principal, Response):
+        return principal
+    if request.method != "POST":
+        # Stateless: no session to delete and no standalone stream that anything could reach, so
+        # say so instead of holding a worker thread open on an idle SSE stream.
+        return _json_error(405, "this endpoint is stateless: send requests with POST", {"Allow": "POST"})
+    if request.content_length is None:
+        # a2wsgi passes on only CONTENT_LENGTH bytes: buffer a chunked body, bounded by the limit.
+        data = request.environ["wsgi.input"].read(limit + 1)
+        if len(data) > limit:
+            return _json_error(413, f"Request body is over the limit of {limit} bytes")
+        request.environ["wsgi.input"] = io.BytesIO(data)
+        request.environ["CONTENT_LENGTH"] = str(len(data))
+    request.environ[PRINCIPAL_KEY] = principal
+    return current_app.extensions["hostcore.mcp"]
+
+
+@bp.route(METADATA_PATH)
+@bp.route(METADATA_PATH + MCP_PATH)
+def resource_metadata() -> Response:
+    host = host_of()
+    return jsonify(
+        {
+            "resource": resource_url(host),
+            "authorization_servers": host.config.get("AUTHORIZATION_SERVERS", []),
+            "bearer_methods_supported": ["header"],
+            "resource_name": host.config.get("TITLE", "hostcore"),
+            "scopes_supported": ["read", "write", "admin"],
+        }
+    )
+
+
+def install(app: Any, host: Host) -> None:
+    app.extensions["hostcore.mcp"] = McpEndpoint(host)
+    app.register_blueprint(bp)

@@ -1,0 +1,95 @@
+"""Every hook hostcore calls. Hooks are always called by keyword.
+
+Contribution hooks are ``register_*(register, ...)``: the host owns ``register``, validates what
+it is given and rejects duplicate names at start-up. Questions (``authenticate``) return the
+first non-None answer. Events (``page_saved`` ...) notify every plugin after a change is stored;
+an event hook that raises is logged and never undoes or fails the change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+    import flask
+    from werkzeug import Request
+
+    from hostcore.domain.pages import Page
+    from hostcore.domain.principal import Principal
+    from hostcore.host.host import Host
+    from hostcore.seams.storage import Change
+
+hookspec = pluggy.HookspecMarker("hostcore")
+hookimpl = pluggy.HookimplMarker("hostcore")
+
+
+@hookspec
+def register_tools(register: Callable[..., Any], host: Host) -> None:
+    """Contribute MCP tools: call ``register(fn)`` for each function decorated with ``@tool``."""
+
+
+@hookspec
+def register_resources(register: Callable[..., Any], host: Host) -> None:
+    """Contribute MCP resources: ``register(r)`` for each object made with ``@hostcore.resource``."""
+
+
+@hookspec
+def register_prompts(register: Callable[..., Any], host: Host) -> None:
+    """Contribute MCP prompts: ``register(p)`` for each object made with ``@hostcore.prompt``."""
+
+
+@hookspec
+def register_storage_backends(register: Callable[[type], None]) -> None:
+    """Contribute storage backends: ``register(cls)`` for each ``Storage`` subclass (by its ``name``)."""
+
+
+@hookspec
+def register_search_backends(register: Callable[[type], None]) -> None:
+    """Contribute search backends: ``register(cls)`` for each ``SearchBackend`` subclass (by ``name``)."""
+
+
+@hookspec
+def register_routes(app: flask.Flask, host: Host) -> None:
+    """Add web routes (blueprints, views) to the Flask app. Paths that are not pages live under ``/_/``."""
+
+
+@hookspec
+def register_commands(cli: click.Group) -> None:
+    """Add CLI commands to ``hostcore``. ``@click.pass_obj`` gives a context whose ``host()`` builds the host."""
+
+
+@hookspec(firstresult=True)
+def authenticate(request: Request, host: Host) -> Principal | None:
+    """Who is calling? Return a Principal for credentials you recognise, else None.
+
+    Raise ``hostcore.Unauthorized`` for credentials you own (your token prefix) that are invalid,
+    so no other plugin is asked.
+    """
+
+
+@hookspec
+def startup(host: Host) -> None:
+    """The host is built: check your config and prepare state. Raise StartupError with the fix."""
+
+
+@hookspec
+def instance_created(host: Host) -> str | None:
+    """``hostcore init`` made a new instance: create first-run state; return a line to show the operator."""
+
+
+@hookspec
+def page_saved(host: Host, page: Page, previous: Page | None, change: Change) -> None:
+    """A page was created or updated (``previous`` is None on create)."""
+
+
+@hookspec
+def page_deleted(host: Host, page: Page, change: Change) -> None:
+    """A page was deleted; ``page`` is its last content."""
+
+
+@hookspec
+def page_moved(host: Host, page: Page, old_slug: str, change: Change) -> None:
+    """A page moved from ``old_slug`` to ``page.slug`` (by move_page or rename_page)."""

@@ -1,0 +1,121 @@
+"""MCP resources and prompts contributed by plugins: typed functions, like tools.
+
+``@resource("scheme://path/{id}")`` makes a resource (a template when the URI has ``{name}``
+parts, which become the function's arguments). The function returns text, bytes, or an
+``mcp_types.ReadResourceResult``. ``@prompt`` makes a prompt from a typed function whose
+parameters are the prompt's arguments; it returns text (one user message), a list of
+``mcp_types.PromptMessage``, or an ``mcp_types.GetPromptResult``. Both take the same injected
+keyword-only parameters as tools (``wiki``, ``host``, ``principal``, ``ctx``) and a ``scope``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from pydantic.fields import FieldInfo
+
+from hostcore.seams.tool import INJECTED, SCOPES
+
+
+def _injected(fn: Callable[..., Any]) -> frozenset[str]:
+    return frozenset(
+        p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY and p.name in INJECTED
+    )
+
+
+@dataclass
+class Resource:
+    fn: Callable[..., Any]
+    uri: str
+    name: str
+    title: str | None
+    description: str
+    mime_type: str
+    scope: str
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def is_template(self) -> bool:
+        return "{" in self.uri
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The template's parameters when ``uri`` matches it, else None."""
+        if not self.is_template:
+            return {} if uri == self.uri else None
+        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.uri))
+        m = re.fullmatch(pattern, uri)
+        return m.groupdict() if m else None
+
+
+def resource(
+    uri: str, *, name: str | None = None, title: str | None = None, mime_type: str = "text/plain", scope: str = "read"
+) -> Callable[[Callable[..., Any]], Resource]:
+    """Make a :class:`Resource` at ``uri`` (a template when it has ``{name}`` parts)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+
+    def make(fn: Callable[..., Any]) -> Resource:
+        return Resource(
+            fn=fn, uri=uri, name=name or fn.__name__, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
+            mime_type=mime_type, scope=scope, inject=_injected(fn),
+        )  # fmt: skip
+
+    return make
+
+
+@dataclass
+class PromptArgument:
+    name: str
+    description: str
+    required: bool
+
+
+@dataclass
+class Prompt:
+    fn: Callable[..., Any]
+    name: str
+    title: str | None
+    description: str
+    arguments: list[PromptArgument]
+    scope: str
+    completions: dict[str, Callable[[str], list[str]]] = field(default_factory=dict)
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+
+def _description(annotation: Any) -> str:
+    if get_origin(annotation) is Annotated:
+        for meta in get_args(annotation)[1:]:
+            if isinstance(meta, FieldInfo) and meta.description:
+                return meta.description
+    return ""
+
+
+def prompt(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    scope: str = "read",
+    complete: dict[str, Callable[[str], list[str]]] | None = None,
+) -> Any:
+    """Make a :class:`Prompt`. ``complete`` maps an argument to a function giving completions of a prefix."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+
+    def make(func: Callable[..., Any]) -> Prompt:
+        hints = get_type_hints(func, include_extras=True)
+        arguments = [
+            PromptArgument(p.name, _description(hints.get(p.name)), p.default is p.empty)
+            for p in inspect.signature(func).parameters.values()
+            if not (p.kind is p.KEYWORD_ONLY and p.name in INJECTED)
+        ]
+        return Prompt(
+            fn=func, name=name or func.__name__, title=title, description=inspect.cleandoc(func.__doc__ or ""),
+            arguments=arguments, scope=scope, completions=dict(complete or {}), inject=_injected(func),
+        )  # fmt: skip
+
+    return make(fn) if fn is not None else make

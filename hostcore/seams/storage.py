@@ -1,0 +1,189 @@
+"""The storage seam: a small base class every backend implements.
+
+A backend stores files (bytes) at relative POSIX paths. Pages are ``<slug>.md``, namespace
+settings ``<namespace>/.namespace.yaml``. The base class checks paths; a backend implements four
+methods. Every write goes through :meth:`Storage.apply`, which is atomic and compare-and-set: each
+operation names the hash it expects to replace, and either every expectation holds and every
+operation lands (one commit, for backends with history) or nothing changes and
+:class:`~hostcore.errors.Conflict` is raised with the current hash.
+
+``hash`` is always the git blob id of the stored bytes (what ``git hash-object`` prints), so a
+hash means the same thing whatever the backend.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from hostcore.domain.hashes import blob_hash
+from hostcore.errors import NotFound, Unavailable, ValidationError
+
+
+class _Any:
+    """Sentinel: the operation has no expectation about the current content."""
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Final = _Any()
+
+
+@dataclass(frozen=True)
+class Put:
+    """Write ``data`` at ``path``. ``expect``: the hash it must hold now, ``None`` for absent."""
+
+    path: str
+    data: bytes
+    expect: str | None | _Any = ANY
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Remove ``path``. ``expect``: the hash it must hold now (``ANY``: just present)."""
+
+    path: str
+    expect: str | _Any = ANY
+
+
+Operation = Put | Delete
+
+
+@dataclass(frozen=True)
+class Change:
+    """Who made a change and why: a commit's author and message for backends with history."""
+
+    author: str
+    message: str
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One recorded change: a commit for the git backend.
+
+    ``paths`` lists the changed files (a backend may list only the first ones of a huge change;
+    ``path_count`` has the total); ``folders`` are the top-level folders it touched ("" for files
+    at the top), which is what access filtering needs. Both are derived from ``paths`` when not given.
+    """
+
+    id: str
+    author: str
+    time: datetime
+    message: str
+    paths: tuple[str, ...] = field(default_factory=tuple)
+    folders: tuple[str, ...] = ()
+    path_count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.folders and self.paths:
+            folders = sorted({p.split("/", 1)[0] if "/" in p else "" for p in self.paths})
+            object.__setattr__(self, "folders", tuple(folders))
+        if not self.path_count:
+            object.__setattr__(self, "path_count", len(self.paths))
+
+
+def check_path(path: str) -> str:
+    """Return ``path`` if it is a safe relative POSIX path, else raise ValidationError."""
+    if not path or path.startswith("/") or "\\" in path or "\0" in path:
+        raise ValidationError(f"invalid storage path {path!r}", field="path")
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            raise ValidationError(f"invalid storage path {path!r}", field="path")
+    return path
+
+
+class Storage(ABC):
+    """Base class of storage backends.
+
+    Must implement: :meth:`read`, :meth:`list`, :meth:`apply` and, where cheaper than reading,
+    :meth:`hash`. Backends with history also implement :meth:`history` and :meth:`read_at`.
+    Registered by name through the ``register_storage_backends`` hook; the ``STORAGE`` setting
+    picks one. The constructor receives the instance data folder and the plugin's config.
+    """
+
+    name: ClassVar[str] = ""
+    has_history: ClassVar[bool] = False
+
+    def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
+        self.root = Path(root)
+        self.config = dict(config or {})
+
+    # --- what a backend implements -------------------------------------------------------
+
+    @abstractmethod
+    def read(self, path: str) -> bytes:
+        """The bytes at ``path``. Raises NotFound when absent."""
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> list[str]:
+        """Every file path under the folder ``prefix`` ("" for all), sorted, hidden ones too."""
+
+    @abstractmethod
+    def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
+        """Apply ``ops`` atomically, checking every expectation first.
+
+        Returns the new hash of every path written (``None`` for deleted ones). Raises
+        :class:`~hostcore.errors.Conflict` with ``path`` and ``hash`` (current, "" when absent)
+        and changes nothing when any expectation fails; NotFound when a Delete targets nothing.
+        Applying ops that change nothing (same bytes) records nothing.
+        """
+
+    # --- derived helpers; override when the backend can do better -----------------------
+
+    def hash(self, path: str) -> str | None:
+        """The blob id of ``path``, or None when absent."""
+        try:
+            return blob_hash(self.read(path))
+        except NotFound:
+            return None
+
+    def exists(self, path: str) -> bool:
+        return self.hash(path) is not None
+
+    def read_with_hash(self, path: str) -> tuple[bytes, str]:
+        """The bytes at ``path`` and their blob id. Raises NotFound."""
+        data = self.read(path)
+        return data, blob_hash(data)
+
+    def folders(self, prefix: str = "") -> list[str]:
+        """Names of the folders directly inside the folder ``prefix`` ("" for the top), sorted."""
+        depth = prefix.count("/") + 1 if prefix else 0
+        return sorted({path.split("/")[depth] for path in self.list(prefix) if path.count("/") > depth})
+
+    def hashes(self, prefix: str = "") -> dict[str, str]:
+        """Path -> blob id of every file under ``prefix``. Git answers from its tree, cheaply."""
+        return {path: blob_hash(self.read(path)) for path in self.list(prefix)}
+
+    def status(self) -> dict[str, Any]:
+        """Operational facts worth showing in ``health`` (e.g. the last push to a remote)."""
+        return {}
+
+    def close(self) -> None:
+        """Release resources (file handles, connections)."""
+
+    # --- history: only for backends that keep it ----------------------------------------
+
+    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> list[Revision]:
+        """Recorded changes, newest first; only those touching ``path`` when given."""
+        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+
+    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+        """Path -> time of its newest recorded change, for the paths that have history."""
+        if not self.has_history:
+            return {}
+        out = {}
+        for path in paths:
+            revs = self.history(path, limit=1)
+            if revs:
+                out[path] = revs[0].time
+        return out
+
+    def read_at(self, path: str, revision: str) -> bytes:
+        """The bytes of ``path`` as of ``revision``. Raises NotFound."""
+        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")

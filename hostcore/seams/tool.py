@@ -1,0 +1,159 @@
+"""A tool is a plain typed function; ``@tool`` turns it into a :class:`Tool`.
+
+The signature is the input schema (``Annotated[int, Field(ge=0, description=...)]`` for limits),
+the return annotation (a TypedDict) is the output schema, the docstring is the description.
+Keyword-only parameters named ``wiki``, ``host``, ``principal`` or ``ctx`` are not arguments: the
+adapter injects them (``wiki`` is the service layer bound to the caller). A tool may be ``async``
+(it then runs on the event loop; keep it short) or plain (it runs in a worker thread).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import mcp_types
+import pydantic
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from hostcore.errors import ValidationError
+
+INJECTED = frozenset({"wiki", "host", "principal", "ctx"})
+SCOPES = ("read", "write", "admin")
+
+
+@dataclass
+class Tool:
+    """An MCP tool: its function, schemas, required scope and annotations."""
+
+    fn: Callable[..., Any]
+    name: str
+    title: str
+    description: str
+    scope: str
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+    user_content: bool
+    input_model: type[BaseModel]
+    output_schema: dict[str, Any] | None
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return _clean(self.input_model.model_json_schema())
+
+    def parse(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """Validate arguments against the signature. Raises ValidationError naming the field."""
+        try:
+            model = self.input_model.model_validate(arguments or {})
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".") or "arguments"
+            msg = err["msg"]
+            if err["type"] == "missing":
+                msg = "is required"
+            elif err["type"] == "extra_forbidden":
+                msg = f"is not an argument of {self.name}; see its input schema"
+            raise ValidationError(msg, field=loc) from None
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    def bind(self, arguments: dict[str, Any], **available: Any) -> dict[str, Any]:
+        """Arguments plus the injected values this tool asks for."""
+        return {**arguments, **{k: v for k, v in available.items() if k in self.inject}}
+
+
+def _clean(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's generated per-property titles: noise to a model reading the schema."""
+    if isinstance(schema, dict):
+        out = {k: _clean(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+        if "properties" in schema:
+            out["properties"] = {k: _clean(v) for k, v in schema["properties"].items()}
+        return out
+    if isinstance(schema, list):
+        return [_clean(v) for v in schema]
+    return schema
+
+
+def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], frozenset[str]]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    inject: set[str] = set()
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind is param.KEYWORD_ONLY and param.name in INJECTED:
+            inject.add(param.name)
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {name}: *args and **kwargs cannot be described; name every argument")
+        if param.name not in hints:
+            raise TypeError(f"tool {name}: argument {param.name!r} needs a type annotation")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    model = pydantic.create_model(  # type: ignore[call-overload]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model, frozenset(inject)
+
+
+def _output_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
+    ret = get_type_hints(fn, include_extras=True).get("return")
+    if ret is None or ret is dict or ret is Any or (isinstance(ret, type) and issubclass(ret, mcp_types.Result)):
+        return None
+    try:
+        schema = TypeAdapter(ret).json_schema()
+    except pydantic.PydanticUserError:
+        return None
+    return _clean(schema) if schema.get("type") == "object" else None
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    scope: str = "read",
+    read_only: bool = False,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool = False,
+    user_content: bool = False,
+) -> Any:
+    """Make a :class:`Tool` of a typed function. Use bare or with keyword options.
+
+    ``scope``: the token scope a caller needs (read, write or admin). ``read_only`` tools change
+    nothing; ``destructive`` (default: not read-only) ones may replace or remove content.
+    ``user_content``: results carry text people wrote; the adapter frames it as data.
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+
+    def make(func: Callable[..., Any]) -> Tool:
+        tool_name = name or func.__name__
+        doc = inspect.cleandoc(func.__doc__ or "")
+        if not doc:
+            raise TypeError(f"tool {tool_name}: write a docstring; it is the description agents read")
+        model, inject = _input_model(func, tool_name)
+        return Tool(
+            fn=func,
+            name=tool_name,
+            title=title or tool_name.replace("_", " ").capitalize(),
+            description=doc,
+            scope=scope,
+            read_only=read_only,
+            destructive=(not read_only) if destructive is None else destructive,
+            idempotent=read_only if idempotent is None else idempotent,
+            open_world=open_world,
+            user_content=user_content,
+            input_model=model,
+            output_schema=_output_schema(func),
+            inject=inject,
+        )
+
+    return make(fn) if fn is not None else make

@@ -1,0 +1,134 @@
+"""History: recent changes, a page's commits, reading and restoring older revisions.
+
+Needs a storage backend that keeps history (``Storage.has_history``; the git storage does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timezone
+from typing import TYPE_CHECKING, Any
+
+from hostcore.domain.pages import Page, namespace_of, page_path, window
+from hostcore.errors import Conflict, NotFound
+from hostcore.seams.storage import Put, Revision, blob_hash
+
+if TYPE_CHECKING:
+    from hostcore.service.wiki import Wiki
+
+RECENT_SCAN_LIMIT = 5000  # commits examined at most to fill one recent_changes answer
+MAX_FILES = 100  # files listed per commit; file_count has the total
+
+
+def revision_dict(rev: Revision) -> dict[str, Any]:
+    return {
+        "id": rev.id,
+        "author": rev.author,
+        "time": rev.time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "message": rev.message,
+        "files": list(rev.paths[:MAX_FILES]),
+        "file_count": rev.path_count,
+    }
+
+
+class HistoryMixin:
+    """recent_changes, page_history, read_page_at and restore_page; mixed into Wiki."""
+
+    def _visible(self: Wiki, rev: Revision) -> bool:
+        """Whether every folder the commit touched is a namespace the caller may read."""
+        return rev.path_count > 0 and all(folder and self.principal.can_access(folder) for folder in rev.folders)
+
+    def recent_changes(self: Wiki, limit: int = 20) -> dict[str, Any]:
+        """Newest first; a commit touching anything outside the caller's access is left out whole."""
+        self.principal.require("read")
+        kept: list[dict[str, Any]] = []
+        offset = 0
+        while len(kept) < limit and offset < RECENT_SCAN_LIMIT:
+            batch = self.storage.history(None, offset=offset, limit=100)
+            if not batch:
+                break
+            offset += len(batch)
+            kept += [revision_dict(r) for r in batch if self._visible(r)]
+        return {"commits": kept[:limit]}
+
+    def page_history(self: Wiki, slug: str, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+        self._access("read", slug)
+        # Like recent_changes: a commit that also touches namespaces outside access stays hidden,
+        # so offset counts only the commits the caller can see.
+        visible: list[Revision] = []
+        scanned = 0
+        while len(visible) <= offset + limit and scanned < RECENT_SCAN_LIMIT:
+            batch = self.storage.history(page_path(slug), offset=scanned, limit=100)
+            if not batch:
+                break
+            scanned += len(batch)
+            visible += [r for r in batch if self._visible(r)]
+        revs = visible[offset:]
+        more = len(revs) > limit
+        return {
+            "slug": slug,
+            "commits": [revision_dict(r) for r in revs[:limit]],
+            "more": more,
+            "next_offset": offset + limit if more else None,
+        }
+
+    def _read_revision(self: Wiki, slug: str, revision: str) -> tuple[Page, bytes]:
+        """The page as of ``revision`` and its exact stored bytes. Raises NotFound."""
+        try:
+            data = self.storage.read_at(page_path(slug), revision)
+        except NotFound:
+            raise NotFound(f"page {slug!r} does not exist in revision {revision!r}; page_history lists its revisions", field="revision") from None
+        return replace(Page.from_bytes(slug, data), hash=blob_hash(data)), data
+
+    def read_page_at(self: Wiki, slug: str, revision: str, section_name: str | None, offset: int, limit: int) -> dict[str, Any]:
+        from hostcore.domain.pages import section
+
+        self._access("read", slug)
+        page, _data = self._read_revision(slug, revision)
+        text = section(page.body, section_name) if section_name else page.body
+        result = {"slug": slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash, "revision": revision}
+        result.update(window(text, offset, limit))
+        if section_name:
+            result["section"] = section_name
+        return result
+
+    def _last_version(self: Wiki, slug: str) -> tuple[str, tuple[Page, bytes]]:
+        offset = 0
+        while True:
+            revs = self.storage.history(page_path(slug), offset=offset, limit=50)
+            if not revs:
+                raise NotFound(f"page {slug!r} has no recorded history; nothing to restore", field="slug")
+            for rev in revs:
+                try:
+                    return rev.id, self._read_revision(slug, rev.id)
+                except NotFound:
+                    continue
+            offset += len(revs)
+
+    def restore_page(self: Wiki, slug: str, revision: str | None = None, basehash: str | None = None) -> dict[str, Any]:
+        """Bring back a deleted page (its last version) or an older revision, as a new change."""
+        self._access("write", slug)
+        if revision is None:
+            revision, (old, data) = self._last_version(slug)
+        else:
+            old, data = self._read_revision(slug, revision)
+        current_hash = self.storage.hash(page_path(slug))
+        if current_hash is not None and basehash != current_hash:
+            raise Conflict(
+                "the page exists: pass its current hash (from read_page) as basehash to restore over it",
+                field="basehash",
+                hash=current_hash,
+            )
+        if current_hash is None and basehash is not None:
+            raise Conflict("the page no longer exists; omit basehash to restore it", field="basehash", hash="")
+        self._require_namespace_exists(namespace_of(slug))
+        previous = self._load(slug) if current_hash is not None else None
+        if old.hash == current_hash:
+            return {"slug": slug, "hash": old.hash, "restored_from": revision, "changed": False}
+        change = self._change("restore_page", f"{slug} from {revision[:12]}")
+        try:
+            self.storage.apply([Put(page_path(slug), data, expect=current_hash)], change)
+        except Conflict as exc:
+            raise self._page_conflict(slug, exc, with_body=False) from None
+        self.host.notify("page_saved", page=old, previous=previous, change=change)
+        return {"slug": slug, "hash": old.hash, "restored_from": revision, "changed": True}

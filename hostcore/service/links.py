@@ -1,0 +1,144 @@
+"""Reorganising the wiki: move and rename pages, backlinks and health, from the link graph."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hostcore.domain import namespaces as ns_settings
+from hostcore.domain.pages import (
+    Page,
+    check_namespace,
+    check_title,
+    namespace_of,
+    namespace_path,
+    page_path,
+    rewrite_links,
+    slugify,
+)
+from hostcore.errors import Conflict, HostcoreError, NotFound, ValidationError
+from hostcore.seams.storage import Delete, Put
+
+if TYPE_CHECKING:
+    from hostcore.service.wiki import Wiki
+
+STALE_DAYS = 180
+HEALTH_LIST_LIMIT = 500
+
+
+def _index_page(wiki: Wiki, namespace: str) -> str:
+    try:
+        settings = ns_settings.parse(wiki.storage.read(namespace_path(namespace)))
+    except NotFound:
+        settings = {}
+    return f"{namespace}/{settings.get('index') or 'index'}"
+
+
+class LinksMixin:
+    """move_page, rename_page, backlinks and health; mixed into :class:`~hostcore.service.wiki.Wiki`."""
+
+    def _relocate(self: Wiki, page: Page, new: Page, basehash: str, tool: str) -> Page:
+        """Write ``new`` (at a new slug) and remove ``page`` in one change. Raises Conflict."""
+        change = self._change(tool, f"{page.slug} -> {new.slug}")
+        ops = [Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)]
+        try:
+            self.storage.apply(ops, change)
+        except Conflict as exc:
+            if exc.data.get("path") == page_path(new.slug):
+                raise ValidationError(f"{new.slug!r} was just created by someone else; pick another", field="new_slug") from None
+            raise self._page_conflict(page.slug, exc, with_body=False) from None
+        self.host.notify("page_moved", page=new, old_slug=page.slug, change=change)
+        return new
+
+    def _check_movable(self: Wiki, slug: str, new_slug: str, field: str) -> None:
+        if slug == _index_page(self, namespace_of(slug)):
+            raise ValidationError(f"{slug!r} is its namespace's index page; it cannot be moved", field="slug")
+        self._require_namespace_exists(namespace_of(new_slug), field)
+        if self.storage.exists(page_path(new_slug)):
+            raise ValidationError(f"{new_slug!r} holds a page already; pick another slug or delete that page first", field=field)
+
+    def move_page(self: Wiki, slug: str, new_slug: str, basehash: str) -> dict[str, Any]:
+        self._access("write", slug)
+        self._access("write", new_slug, "new_slug")
+        if new_slug == slug:
+            raise ValidationError("is the page's current slug; give a different one", field="new_slug")
+        self._check_movable(slug, new_slug, "new_slug")
+        current = self._current_or_conflict(slug, basehash, with_body=False)
+        moved = self._relocate(current, replace(current, slug=new_slug), basehash, "move_page")
+        return {"slug": moved.slug, "old_slug": slug, "hash": moved.hash}
+
+    def rename_page(self: Wiki, slug: str, title: str, basehash: str) -> dict[str, Any]:
+        self._access("write", slug)
+        check_title(title)
+        if not title.strip():
+            raise ValidationError("is empty; give the page's new title", field="title")
+        current = self._current_or_conflict(slug, basehash, with_body=False)
+        new_slug = slug
+        if slug != _index_page(self, namespace_of(slug)):
+            segment = slugify(title)
+            if not segment:
+                raise ValidationError("has no letters or digits to derive a slug from", field="title")
+            new_slug = f"{slug.rsplit('/', 1)[0]}/{segment}"
+        if new_slug == slug:
+            result = self.save_page(slug, basehash=basehash, title=title)
+            return {"slug": slug, "old_slug": slug, "title": title, "hash": result["hash"], "rewritten": [], "failed_links": []}
+        self._check_movable(slug, new_slug, "title")
+        renamed = self._relocate(current, replace(current, slug=new_slug, title=title).stored(), basehash, "rename_page")
+        rewritten, failed = self._rewrite_links_to(slug, new_slug)
+        return {"slug": new_slug, "old_slug": slug, "title": title, "hash": renamed.hash, "rewritten": rewritten, "failed_links": failed}
+
+    def _rewrite_links_to(self: Wiki, old: str, new: str) -> tuple[list[str], list[dict[str, str]]]:
+        """Point every link to ``old`` at ``new``, one change per page; report what could not be."""
+        rewritten: list[str] = []
+        failed: list[dict[str, str]] = []
+        for source in self.host.links.slugs_linking_to(old):
+            if source in (old, new):
+                continue
+            if not self.principal.can_access(namespace_of(source)):
+                failed.append({"slug": source, "reason": "outside your namespaces"})
+                continue
+            try:
+                page = self._load(source)
+                body = rewrite_links(page.body, source, old, new)
+                if body == page.body:
+                    continue
+                new_page = replace(page, body=body).stored()
+                change = self._change("rename_page", f"links in {source}: {old} -> {new}")
+                self.storage.apply([Put(page_path(source), new_page.to_bytes(), expect=page.hash)], change)
+            except HostcoreError as exc:
+                failed.append({"slug": source, "reason": str(exc)})
+                continue
+            self.host.notify("page_saved", page=new_page, previous=page, change=change)
+            rewritten.append(source)
+        return rewritten, failed
+
+    def backlinks(self: Wiki, slug: str) -> dict[str, Any]:
+        self._access("read", slug)
+        return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
+
+    def health(self: Wiki, namespace: str | None = None) -> dict[str, Any]:
+        self.principal.require("read")
+        scope = self.principal.namespaces
+        if namespace is not None:
+            check_namespace(namespace, "namespace")
+            self.principal.require_namespace(namespace, "namespace")
+            scope = frozenset({namespace})
+        names = scope if scope is not None else self._namespace_names()
+        graph = self.host.links
+        missing, missing_total = graph.dangling(scope, HEALTH_LIST_LIMIT)
+        orphans, orphans_total = graph.orphans(
+            scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT, visible=self.principal.namespaces
+        )
+        stale, stale_total = graph.stale(scope, time.time() - STALE_DAYS * 86400, HEALTH_LIST_LIMIT)
+        result: dict[str, Any] = {
+            "missing": missing,
+            "orphans": orphans,
+            "stale": [
+                {"slug": s["slug"], "changed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s["changed"]))} for s in stale
+            ],
+            "counts": {"missing": missing_total, "orphans": orphans_total, "stale": stale_total},
+        }
+        if self.principal.namespaces is None:
+            result["storage"] = self.storage.status()
+        return result

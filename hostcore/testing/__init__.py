@@ -1,0 +1,31 @@
+"""Test helpers for plugin authors: one module per conformance suite, and a real server.
+
+- :class:`StorageConformance` (``storage_suite``): subclass it with ``make_storage(root)``.
+- :class:`SearchConformance` (``search_suite``): subclass it with ``make_backend(root)``.
+- ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port.
+"""
+
+from hostcore.testing.search_suite import SearchConformance, search_doc
+from hostcore.testing.servers import (
+    cli,
+    create_token,
+    free_port,
+    hostcore_cmd,
+    hostcore_env,
+    start_server,
+    stop_process_group,
+)
+from hostcore.testing.storage_suite import StorageConformance
+
+__all__ = [
+    "SearchConformance",
+    "StorageConformance",
+    "cli",
+    "create_token",
+    "free_port",
+    "hostcore_cmd",
+    "hostcore_env",
+    "search_doc",
+    "start_server",
+    "stop_process_group",
+]

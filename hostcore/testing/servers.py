@@ -1,0 +1,144 @@
+"""A real server for end-to-end tests: the instance made by the CLI, ``hostcore serve`` on a free port."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+# --- a real server for end-to-end tests ------------------------------------------------------
+#
+# The same way an operator runs hostcore: the CLI makes the instance and its tokens, and
+# ``hostcore serve`` (gunicorn) answers on a free loopback port in a process group of its own.
+
+STARTUP_TIMEOUT = 30.0
+
+
+def hostcore_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for hostcore subprocesses: this one without HOSTCORE_* variables, plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("HOSTCORE_")}, **(extra or {})}
+
+
+def hostcore_cmd() -> list[str]:
+    """The `hostcore` console script of the running interpreter's environment."""
+    beside = Path(sys.executable).with_name("hostcore")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("hostcore")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "from hostcore.cli import run; run()"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(instance: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``hostcore --instance DIR ARGS`` (``env``: extra variables) and return the completed process."""
+    env = hostcore_env(env)
+    proc = subprocess.run(
+        [*hostcore_cmd(), "--instance", str(instance), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"hostcore {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def create_token(
+    instance: Path,
+    name: str,
+    scopes: tuple[str, ...] | list[str],
+    namespaces: tuple[str, ...] | list[str] = (),
+    env: dict[str, str] | None = None,
+) -> str:
+    """Create a token with the real CLI and return it."""
+    args = ["token", "create", "--name", name]
+    for s in scopes:
+        args += ["--scope", s]
+    for ns in namespaces:
+        args += ["--namespace", ns]
+    out = cli(instance, *args, env=env).stdout.strip()
+    assert re.fullmatch(r"hc_\S+", out), f"token create printed more than the token: {out!r}"
+    return out
+
+
+def _wait_until_up(proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"hostcore serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(base + "/.well-known/oauth-protected-resource/_/mcp", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError as exc:
+            last = exc
+        time.sleep(0.1)
+    raise RuntimeError(f"hostcore serve did not answer within {STARTUP_TIMEOUT}s ({last}):\n{log.read_text(errors='replace')}")
+
+
+def stop_process_group(proc: subprocess.Popen[Any]) -> None:
+    """TERM the whole process group (gunicorn arbiter and workers), KILL it if it lingers."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    # The arbiter may be gone while a worker still lingers: sweep the group either way.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if proc.poll() is None:
+        proc.wait(timeout=10)
+
+
+def start_server(
+    instance: Path, workers: int = 2, log: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str, int, Path]:
+    """Start ``hostcore serve`` in its own process group on a free loopback port; wait until it answers.
+
+    Returns (process, base URL, port, log file). ``env`` adds environment variables (e.g. PYTHONPATH
+    for an unpackaged plugin). Stop it with :func:`stop_process_group`.
+    """
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = log or instance.parent / f"serve-{port}.log"
+    env = hostcore_env({**(env or {}), "HOSTCORE_PUBLIC_URL": base})
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        _wait_until_up(proc, base, log)
+    except BaseException:
+        stop_process_group(proc)
+        raise
+    return proc, base, port, log
+
+

@@ -1,0 +1,172 @@
+"""The storage conformance suite: the contract every storage backend passes.
+
+Every storage backend subclasses :class:`StorageConformance` in its own tests and provides
+``make_storage(root)``; the inherited tests then check the whole storage contract, including a
+compare-and-set race between real processes::
+
+    from hostcore.testing import StorageConformance
+
+    class TestMyStorage(StorageConformance):
+        @staticmethod
+        def make_storage(root):
+            return MyStorage(root, {})
+
+``make_storage`` must be a staticmethod of a module-level class so worker processes can rebuild
+the backend from the same folder.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostcore.errors import Conflict, NotFound, ValidationError
+from hostcore.seams.storage import ANY, Change, Delete, Put, Storage, blob_hash
+
+CHANGE = Change(author="tester", message="test change")
+
+
+def _race_writer(factory: Any, root: str, expect: str, index: int, barrier: Any, out: Any) -> None:
+    storage = factory(Path(root))
+    payload = f"writer {index}\n".encode() * 1000
+    barrier.wait()
+    try:
+        storage.apply([Put("race/page.md", payload, expect=expect)], Change(f"w{index}", "race"))
+        out.put((index, "won"))
+    except Conflict as exc:
+        out.put((index, f"conflict:{exc.data.get('hash')}"))
+    finally:
+        storage.close()
+
+
+class StorageConformance:
+    """The contract every storage backend passes. Subclass and define ``make_storage``."""
+
+    @staticmethod
+    def make_storage(root: Path) -> Storage:  # pragma: no cover - subclasses define it
+        raise NotImplementedError
+
+    @pytest.fixture
+    def storage(self, tmp_path: Path):
+        store = self.make_storage(tmp_path / "store")
+        yield store
+        store.close()
+
+    def test_create_read_hash(self, storage: Storage) -> None:
+        result = storage.apply([Put("notes/a.md", b"hello\n", expect=None)], CHANGE)
+        assert result == {"notes/a.md": blob_hash(b"hello\n")}
+        assert blob_hash(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+        assert storage.read("notes/a.md") == b"hello\n"
+        assert storage.hash("notes/a.md") == blob_hash(b"hello\n")
+        assert storage.read_with_hash("notes/a.md") == (b"hello\n", blob_hash(b"hello\n"))
+
+    def test_missing(self, storage: Storage) -> None:
+        with pytest.raises(NotFound):
+            storage.read("notes/none.md")
+        assert storage.hash("notes/none.md") is None
+        assert not storage.exists("notes/none.md")
+
+    def test_create_existing_conflicts(self, storage: Storage) -> None:
+        storage.apply([Put("notes/a.md", b"one", expect=None)], CHANGE)
+        with pytest.raises(Conflict) as err:
+            storage.apply([Put("notes/a.md", b"two", expect=None)], CHANGE)
+        assert err.value.data["hash"] == blob_hash(b"one")
+        assert storage.read("notes/a.md") == b"one"
+
+    def test_update_with_hash(self, storage: Storage) -> None:
+        first = storage.apply([Put("notes/a.md", b"one", expect=None)], CHANGE)["notes/a.md"]
+        second = storage.apply([Put("notes/a.md", b"two", expect=first)], CHANGE)["notes/a.md"]
+        assert second == blob_hash(b"two")
+        with pytest.raises(Conflict) as err:
+            storage.apply([Put("notes/a.md", b"three", expect=first)], CHANGE)
+        assert err.value.data["hash"] == second
+        assert storage.read("notes/a.md") == b"two"
+
+    def test_update_missing_conflicts_with_empty_hash(self, storage: Storage) -> None:
+        with pytest.raises(Conflict) as err:
+            storage.apply([Put("notes/a.md", b"x", expect=blob_hash(b"y"))], CHANGE)
+        assert err.value.data["hash"] == ""
+
+    def test_atomic_batch(self, storage: Storage) -> None:
+        storage.apply([Put("notes/a.md", b"a", expect=None), Put("notes/b.md", b"b", expect=None)], CHANGE)
+        with pytest.raises(Conflict):
+            storage.apply(
+                [Put("notes/c.md", b"c", expect=None), Put("notes/a.md", b"a2", expect=blob_hash(b"stale"))],
+                CHANGE,
+            )
+        assert not storage.exists("notes/c.md")
+        assert storage.read("notes/a.md") == b"a"
+
+    def test_move_as_batch(self, storage: Storage) -> None:
+        h = storage.apply([Put("notes/a.md", b"a", expect=None)], CHANGE)["notes/a.md"]
+        result = storage.apply([Put("other/a.md", b"a", expect=None), Delete("notes/a.md", expect=h)], CHANGE)
+        assert result == {"other/a.md": h, "notes/a.md": None}
+        assert storage.list() == ["other/a.md"]
+
+    def test_delete(self, storage: Storage) -> None:
+        h = storage.apply([Put("notes/a.md", b"a", expect=None)], CHANGE)["notes/a.md"]
+        with pytest.raises(Conflict):
+            storage.apply([Delete("notes/a.md", expect=blob_hash(b"other"))], CHANGE)
+        storage.apply([Delete("notes/a.md", expect=h)], CHANGE)
+        assert not storage.exists("notes/a.md")
+        with pytest.raises((NotFound, Conflict)):
+            storage.apply([Delete("notes/a.md")], CHANGE)
+
+    def test_list_sorted_and_nested(self, storage: Storage) -> None:
+        storage.apply(
+            [
+                Put("b/z.md", b"1", expect=None),
+                Put("a/deep/er/x.md", b"2", expect=None),
+                Put("a/.namespace.yaml", b"3", expect=None),
+                Put("a/y.md", b"4", expect=None),
+            ],
+            CHANGE,
+        )
+        assert storage.list() == ["a/.namespace.yaml", "a/deep/er/x.md", "a/y.md", "b/z.md"]
+        assert storage.list("a/deep") == ["a/deep/er/x.md"]
+        assert storage.list("missing") == []
+        assert storage.folders() == ["a", "b"]
+        assert storage.folders("a") == ["deep"]
+        assert storage.folders("a/deep/er") == [] and storage.folders("missing") == []
+
+    def test_delete_last_file_prunes_folder(self, storage: Storage) -> None:
+        storage.apply([Put("a/deep/x.md", b"1", expect=None)], CHANGE)
+        storage.apply([Delete("a/deep/x.md")], CHANGE)
+        assert storage.list() == []
+        storage.apply([Put("a/deep", b"now a file", expect=None)], CHANGE)
+        assert storage.read("a/deep") == b"now a file"
+
+    def test_binary_and_large(self, storage: Storage) -> None:
+        data = bytes(range(256)) * 8192
+        storage.apply([Put("a/blob.bin", data, expect=ANY)], CHANGE)
+        assert storage.read("a/blob.bin") == data
+
+    @pytest.mark.parametrize("path", ["../x.md", "/abs.md", "a//b.md", "a/./b.md", "a\\b.md", ""])
+    def test_rejects_unsafe_paths(self, storage: Storage, path: str) -> None:
+        with pytest.raises(ValidationError):
+            storage.apply([Put(path, b"x")], CHANGE)
+        with pytest.raises((ValidationError, NotFound)):
+            storage.read(path)
+
+    def test_processes_race_one_winner(self, storage: Storage, tmp_path: Path) -> None:
+        base = storage.apply([Put("race/page.md", b"base\n", expect=None)], CHANGE)["race/page.md"]
+        ctx = multiprocessing.get_context("spawn")
+        barrier, out = ctx.Barrier(8), ctx.Queue()
+        procs = [
+            ctx.Process(target=_race_writer, args=(type(self).make_storage, str(storage.root), base, i, barrier, out))
+            for i in range(8)
+        ]
+        for proc in procs:
+            proc.start()
+        results = dict(out.get(timeout=120) for _ in procs)
+        for proc in procs:
+            proc.join(timeout=60)
+        winners = [i for i, r in results.items() if r == "won"]
+        assert len(winners) == 1, results
+        stored = storage.read("race/page.md")
+        assert stored == f"writer {winners[0]}\n".encode() * 1000
+        losers = [r for r in results.values() if r != "won"]
+        assert losers == [f"conflict:{blob_hash(stored)}"] * 7, results

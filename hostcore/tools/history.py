@@ -1,0 +1,100 @@
+"""History tools, registered only when the storage keeps history (the git storage does)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from hostcore.seams.hookspecs import hookimpl
+from hostcore.seams.tool import tool
+from hostcore.service.wiki import Wiki
+from hostcore.tools.args import Slug
+
+
+class Commit(TypedDict):
+    id: str
+    author: str
+    time: str
+    message: str
+    files: list[str]
+    file_count: int
+
+
+class Commits(TypedDict):
+    commits: list[Commit]
+
+
+class PageHistory(TypedDict):
+    slug: str
+    commits: list[Commit]
+    more: bool
+    next_offset: int | None
+
+
+class Restored(TypedDict):
+    slug: str
+    hash: str
+    restored_from: str
+    changed: bool
+
+
+@tool(read_only=True, scope="read", title="Recent changes")
+def recent_changes(
+    limit: Annotated[int, Field(ge=1, le=200, description="maximum commits to return")] = 20,
+    *,
+    wiki: Wiki,
+) -> Commits:
+    """List the newest wiki commits first, with author, time (UTC) and changed files (the first 100; file_count has the total).
+
+    Arguments: limit (1-200, default 20). A commit that touches any file outside your namespace access
+    is left out whole.
+    """
+    return wiki.recent_changes(limit)  # type: ignore[return-value]
+
+
+@tool(read_only=True, scope="read", title="Page history")
+def page_history(
+    slug: Slug,
+    offset: Annotated[int, Field(ge=0, description="commits to skip; pass next_offset from the previous call")] = 0,
+    limit: Annotated[int, Field(ge=1, le=200, description="maximum commits to return")] = 20,
+    *,
+    wiki: Wiki,
+) -> PageHistory:
+    """List the commits that changed one page, newest first (also for a deleted page).
+
+    Arguments: slug; offset (default 0); limit (1-200, default 20). When more is true, pass
+    next_offset as offset. Read an old version with read_page and revision set to a commit id;
+    bring one back with restore_page.
+    """
+    return wiki.page_history(slug, offset, limit)  # type: ignore[return-value]
+
+
+@tool(scope="write", destructive=True, title="Restore a page")
+def restore_page(
+    slug: Slug,
+    revision: Annotated[
+        str | None, Field(description="commit id from page_history; omit to bring back a deleted page's last version")
+    ] = None,
+    basehash: Annotated[
+        str | None, Field(description="the page's current hash, required when the page exists; omit for a deleted page")
+    ] = None,
+    *,
+    wiki: Wiki,
+) -> Restored:
+    """Bring back a deleted page, or an older revision of a page, as a new recorded change.
+
+    Arguments: slug; revision (a commit id from page_history; omit to restore a deleted page's last
+    version); basehash (required when the page exists: the hash from read_page; omit when it was
+    deleted). Nothing in history is rewritten: the restore is a new change on top. A stale basehash
+    fails with a conflict carrying the current hash.
+    """
+    return wiki.restore_page(slug, revision, basehash)  # type: ignore[return-value]
+
+
+@hookimpl
+def register_tools(register, host):  # noqa: ANN001
+    if host.storage.has_history:
+        for fn in (recent_changes, page_history, restore_page):
+            register(fn)

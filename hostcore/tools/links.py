@@ -1,0 +1,138 @@
+"""Tools that reorganise pages and report on links: move_page, rename_page, backlinks, health."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from hostcore.domain.pages import MAX_TITLE
+from hostcore.seams.hookspecs import hookimpl
+from hostcore.seams.tool import tool
+from hostcore.service.wiki import Wiki
+from hostcore.tools.args import Slug
+
+BaseHash = Annotated[str, Field(description="hash from read_page; the page changes only if it is still that revision")]
+
+
+class Moved(TypedDict):
+    slug: str
+    old_slug: str
+    hash: str
+
+
+class FailedLink(TypedDict):
+    slug: str
+    reason: str
+
+
+class Renamed(TypedDict):
+    slug: str
+    old_slug: str
+    title: str
+    hash: str
+    rewritten: list[str]
+    failed_links: list[FailedLink]
+
+
+class LinkingPage(TypedDict):
+    slug: str
+    title: str
+
+
+class Backlinks(TypedDict):
+    slug: str
+    backlinks: list[LinkingPage]
+
+
+class Dangling(TypedDict):
+    to: str
+
+
+class StalePage(TypedDict):
+    slug: str
+    changed: str
+
+
+class Counts(TypedDict):
+    missing: int
+    orphans: int
+    stale: int
+
+
+class Health(TypedDict, total=False):
+    missing: list[dict[str, str]]
+    orphans: list[str]
+    stale: list[StalePage]
+    counts: Counts
+    storage: dict[str, object]
+
+
+@tool(scope="write", destructive=True, title="Move a page")
+def move_page(
+    slug: Slug,
+    new_slug: Annotated[str, Field(description="destination page identifier in namespace/page form")],
+    basehash: BaseHash,
+    *,
+    wiki: Wiki,
+) -> Moved:
+    """Move a page to a new slug as one recorded change, keeping its title, tags, pin and history.
+
+    Arguments: slug (the page); new_slug (destination, namespace/page; its namespace must exist and it
+    must not hold a page); basehash (hash from read_page). A namespace's index page cannot be moved.
+    Wiki-links to the page are NOT rewritten (use rename_page for that, or check backlinks first). A
+    stale basehash fails with a conflict carrying the current hash: re-read and retry.
+    """
+    return wiki.move_page(slug, new_slug, basehash)  # type: ignore[return-value]
+
+
+@tool(scope="write", destructive=True, title="Rename a page")
+def rename_page(
+    slug: Slug,
+    title: Annotated[str, Field(min_length=1, max_length=MAX_TITLE, description="new title; the new slug is derived from it")],
+    basehash: BaseHash,
+    *,
+    wiki: Wiki,
+) -> Renamed:
+    """Change a page's title and its slug to match, in place, and rewrite wiki-links to it in other pages.
+
+    Arguments: slug (the page); title (the new title; the new slug is its lower-case ASCII words joined
+    by '-', in the same folder); basehash (hash from read_page). A namespace index page keeps its slug.
+    The rename is one recorded change; each page whose links are rewritten is its own change, listed
+    in rewritten; failed_links lists pages that could not be updated, with the reason. A stale
+    basehash fails with a conflict carrying the current hash.
+    """
+    return wiki.rename_page(slug, title, basehash)  # type: ignore[return-value]
+
+
+@tool(read_only=True, scope="read", title="Pages linking here")
+def backlinks(slug: Slug, *, wiki: Wiki) -> Backlinks:
+    """List accessible pages whose [[wiki-links]] point at a page.
+
+    Arguments: slug (the page linked to; it need not exist). Returns slug and backlinks, each with
+    slug and title.
+    """
+    return wiki.backlinks(slug)  # type: ignore[return-value]
+
+
+@tool(read_only=True, scope="read", title="Wiki health")
+def health(
+    namespace: Annotated[str | None, Field(description="limit the report to this namespace; omit for the whole wiki")] = None,
+    *,
+    wiki: Wiki,
+) -> Health:
+    """Report dangling [[wiki-links]] whose target page is missing, orphan pages with no incoming links, and stale pages with no change in 180 days.
+
+    Arguments: namespace (optional). Returns missing (links {from, to}), orphans (slugs; namespace
+    index pages are never orphans), stale ({slug, changed}), counts of each (lists stop at 500), and
+    for callers with access to every namespace, storage facts such as the state of the push to a
+    backup remote.
+    """
+    return wiki.health(namespace)  # type: ignore[return-value]
+
+
+@hookimpl
+def register_tools(register, host):  # noqa: ANN001, ARG001
+    for fn in (move_page, rename_page, backlinks, health):
+        register(fn)

@@ -1,0 +1,140 @@
+"""The namespace tools of the contract: list, read and save namespace settings.
+
+Thin, typed functions over :mod:`hostcore.service.namespaces`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from hostcore.domain.namespaces import PALETTES, SKINS, WIDGETS
+from hostcore.domain.pages import MAX_TITLE
+from hostcore.seams.hookspecs import hookimpl
+from hostcore.seams.tool import tool
+from hostcore.service.wiki import Wiki
+from hostcore.tools.args import NamespaceName
+
+
+class NamespaceEntry(TypedDict):
+    name: str
+    title: str
+    description: str
+    pages: int
+    public: bool
+
+
+class NamespaceList(TypedDict):
+    namespaces: list[NamespaceEntry]
+
+
+class NewTemplate(TypedDict, total=False):
+    template: str
+    slug: str
+
+
+class ExportSettings(TypedDict, total=False):
+    base_url: str
+    sitemap: bool
+    robots_allow: bool
+    links: str
+
+
+class NamespaceSettings(TypedDict, total=False):
+    name: str
+    hash: str
+    title: str
+    description: str
+    public: bool
+    image: str
+    skin: str
+    palette: str
+    index: str
+    widgets: list[str]
+    tree: list[str]
+    new: NewTemplate
+    export: ExportSettings
+
+
+class NamespaceSaved(TypedDict):
+    name: str
+    hash: str
+    created: bool
+
+
+@tool(read_only=True, scope="read", title="List namespaces")
+def list_namespaces(*, wiki: Wiki) -> NamespaceList:
+    """List accessible namespaces with their title, description, page count and whether anonymous visitors can read them.
+
+    Takes no arguments. Use read_namespace (admin) for full settings.
+    """
+    return wiki.list_namespaces()  # type: ignore[return-value]
+
+
+@tool(read_only=True, scope="admin", title="Read namespace settings")
+def read_namespace(name: NamespaceName, *, wiki: Wiki) -> NamespaceSettings:
+    """Read a namespace's full settings and hash. Needs the admin scope.
+
+    Arguments: name (the namespace name, e.g. notes). Pass the returned hash as basehash to save_namespace.
+    """
+    return wiki.read_namespace(name)  # type: ignore[return-value]
+
+
+@tool(scope="admin", destructive=True, title="Create or update namespace settings")
+def save_namespace(
+    name: NamespaceName,
+    basehash: Annotated[str | None, Field(description="hash from read_namespace; required to update, omit to create")] = None,
+    public: Annotated[bool | None, Field(description="whether anonymous visitors can read the namespace")] = None,
+    title: Annotated[str | None, Field(max_length=MAX_TITLE, description="human-readable namespace title")] = None,
+    description: Annotated[str | None, Field(max_length=255, description="brief namespace description")] = None,
+    image: Annotated[
+        str | None,
+        Field(
+            description="link preview image for pages without their own, as page/filename of a PNG or JPEG "
+            "attachment in this namespace, e.g. index/hero.png"
+        ),
+    ] = None,
+    skin: Annotated[Literal[SKINS] | None, Field(description="skin shown to visitors; empty for the default")] = None,  # type: ignore[valid-type]
+    palette: Annotated[
+        Literal[PALETTES] | None,  # type: ignore[valid-type]
+        Field(description="colour palette shown to visitors; empty for the skin's own"),
+    ] = None,
+    index: Annotated[str | None, Field(description="one-segment page name used as the namespace index")] = None,
+    widgets: Annotated[
+        list[Literal[WIDGETS]] | None,  # type: ignore[valid-type]
+        Field(description="complete ordered widget list; empty for the default set"),
+    ] = None,
+    tree: Annotated[list[str] | None, Field(description="complete ordered list of page or folder paths for the page tree")] = None,
+    new: Annotated[
+        NewTemplate | None, Field(description="new-page template {template, slug}; set both fields empty to remove it")
+    ] = None,
+    export: Annotated[
+        ExportSettings | None,
+        Field(description="static export settings {base_url, sitemap, robots_allow, links}; an empty object removes them"),
+    ] = None,
+    *,
+    wiki: Wiki,
+) -> NamespaceSaved:
+    """Create a namespace's settings, or update them with the basehash from read_namespace. Needs the admin scope.
+
+    Arguments: name; basehash (omit to create, required to update); public; title (at most 256);
+    description (at most 255); image (page/filename of a PNG or JPEG attachment); skin; palette; index
+    (one-segment index page name); widgets; tree; new {template, slug}; export {base_url, sitemap,
+    robots_allow, links}. Each save is one recorded change and never changes pages. On update, fields you
+    omit keep their values; lists and objects replace the stored value whole. A stale basehash fails with
+    a conflict carrying the current hash: re-read and retry.
+    """
+    fields = dict(
+        public=public, title=title, description=description, image=image, skin=skin, palette=palette, index=index,
+        widgets=widgets, tree=tree, new=dict(new) if new is not None else None,
+        export=dict(export) if export is not None else None,
+    )  # fmt: skip
+    return wiki.save_namespace(name, basehash, **fields)  # type: ignore[return-value]
+
+
+@hookimpl
+def register_tools(register):
+    for fn in (list_namespaces, read_namespace, save_namespace):
+        register(fn)
