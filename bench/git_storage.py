@@ -25,10 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
-from hostcore_git import GitStorage
 from pygit2.enums import FileMode
 
 from hostcore import Change, Put
+from hostcore_git import GitStorage
 
 
 def page(n: int) -> str:

@@ -294,7 +294,7 @@ def throughput(kind: str, url: str, token: str, clients: int, seconds: float) ->
 def summary(name: str, ms: list[float]) -> tuple[float, float]:
     ms = sorted(ms)
     median = statistics.median(ms)
-    p95 = ms[min(len(ms) - 1, int(round(0.95 * len(ms))) - 1)]
+    p95 = ms[min(len(ms) - 1, round(0.95 * len(ms)) - 1)]
     print(f"  {name:<44} median {median:7.3f} ms   p95 {p95:7.3f} ms   (n={len(ms)})")
     return median, p95
 

@@ -532,7 +532,7 @@ class Service(Engine):
         corpus = Corpus(seed=9)
         with_search, without = [], []
         total = len(self.host.search.hashes())  # type: ignore[union-attr]
-        for n in range(40):
+        for _n in range(40):
             for host, samples in ((self.host, with_search), (self.plain, without)):
                 i = rng.randrange(total)
                 # another body for an existing page
@@ -574,7 +574,7 @@ def timed(fn: Callable[[], object]) -> float:
 
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 def run(name: str, docs: list[Doc], corpus: Corpus, specs: list[dict], workdir: Path) -> dict[str, float]:
@@ -585,7 +585,7 @@ def run(name: str, docs: list[Doc], corpus: Corpus, specs: list[dict], workdir: 
         engine.search(spec)
     latencies = [timed(lambda spec=spec: engine.search(spec)) for spec in specs]
     by_kind: dict[str, list[float]] = {}
-    for spec, ms in zip(specs, latencies):
+    for spec, ms in zip(specs, latencies, strict=False):
         kind = next(k for k in ("phrase", "prefix", "or", "not", "tag", "words") if k in spec)
         by_kind.setdefault(kind, []).append(ms)
     updates = []

@@ -12,9 +12,9 @@ from hostcore.mcp.transport import authenticate
 
 
 @hookimpl
-def register_routes(app, host):  # noqa: ANN001
+def register_routes(app, host):
     @app.route("/_/bench/read_page")
-    def bench_read_page():  # noqa: ANN202
+    def bench_read_page():
         principal = authenticate(host)
         if not hasattr(principal, "scopes"):
             return principal  # the 401 response

@@ -102,9 +102,9 @@ def main() -> None:
             started = time.perf_counter() - t0
             wiki = host.wiki(SYSTEM)
             rng = random.Random(1)
-            bl = timed(lambda: wiki.backlinks(slug(rng.randrange(total))), args.runs)
-            he = timed(lambda: wiki.health(), max(5, args.runs // 5))
-            rc = timed(lambda: wiki.recent_changes(20), args.runs)
+            bl = timed(lambda wiki=wiki, rng=rng, total=total: wiki.backlinks(slug(rng.randrange(total))), args.runs)
+            he = timed(wiki.health, max(5, args.runs // 5))
+            rc = timed(lambda wiki=wiki: wiki.recent_changes(20), args.runs)
             print(f"{total:>7} {built:>8.1f} {started:>8.1f} {bl[0]:>10.2f} / {bl[1]:>7.2f} {he[0]:>8.2f} / {he[1]:>7.2f} "
                   f"{rc[0]:>12.2f} / {rc[1]:>9.2f}")  # fmt: skip
             if total == sizes[len(sizes) // 2]:

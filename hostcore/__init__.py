@@ -49,7 +49,7 @@ from hostcore.seams.tool import Tool, tool
 __version__ = "0.1.0"
 
 
-def create_app(*args, **kwargs):  # noqa: ANN002, ANN003 - thin lazy wrapper keeps Flask off plugin imports
+def create_app(*args, **kwargs):
     """Build the Flask application; see :func:`hostcore.app.create_app`."""
     from hostcore.app import create_app as _create_app
 
@@ -87,11 +87,12 @@ __all__ = [
     "Storage",
     "Tag",
     "Term",
-    "Tool",
     "TooLarge",
+    "Tool",
     "Unauthorized",
     "Unavailable",
     "ValidationError",
+    "__version__",
     "blob_hash",
     "check_namespace",
     "check_path",
@@ -104,5 +105,4 @@ __all__ = [
     "resource",
     "tool",
     "wiki_links",
-    "__version__",
 ]

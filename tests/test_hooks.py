@@ -3,7 +3,16 @@
 from click.testing import CliRunner
 from flask import jsonify
 
-from hostcore import Principal, Unauthorized, create_app, hookimpl
+from hostcore import (
+    SYSTEM,
+    Principal,
+    SearchBackend,
+    Storage,
+    Unauthorized,
+    create_app,
+    hookimpl,
+    tool,
+)
 from hostcore.cli.commands import main
 
 from .conftest import BASE_CONFIG
@@ -33,14 +42,18 @@ class Recorder:
         return None
 
 
-def test_startup_and_routes(tmp_path):
+def test_hook_startup(tmp_path):
     recorder = Recorder()
-    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[recorder])
+    create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[recorder])
     assert recorder.calls == [("startup", "fs")]
+
+
+def test_hook_register_routes(tmp_path):
+    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Recorder()])
     assert app.test_client().get("/_/hello").json == {"tools": len(app.extensions["hostcore"].tools)}
 
 
-def test_authenticate_answers_and_refusals(tmp_path):
+def test_hook_authenticate(tmp_path):
     app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Recorder()])
     client = app.test_client()
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -64,7 +77,7 @@ class Commands:
             click.echo(f"hello from {obj.host().instance_path.name}")
 
 
-def test_register_commands_and_instance_created(tmp_path, monkeypatch):
+def test_hook_register_commands(tmp_path, monkeypatch):
     inst = tmp_path / "inst"
     result = CliRunner().invoke(main, ["--instance", str(inst), "init"])
     assert "First admin token" in result.stdout  # the tokens plugin's instance_created line
@@ -87,7 +100,7 @@ class FirstRun:
         return f"first run of {host.instance_path.name}"
 
 
-def test_instance_created_lines_are_shown(tmp_path, monkeypatch):
+def test_hook_instance_created(tmp_path, monkeypatch):
     import hostcore.cli.commands as cli_module
 
     original = cli_module.build_host
@@ -132,23 +145,25 @@ class PagesAsResources:
         return f"Summarise this page:\n\n{wiki.page(slug).body}"
 
     @hookimpl
-    def register_resources(self, register, host):
+    def register_resources(self, register):
         register(self.page_resource)
 
     @hookimpl
-    def register_prompts(self, register, host):
+    def register_prompts(self, register):
         register(self.summarise)
 
 
-def test_resources_and_prompts_go_through_the_service_layer(tmp_path):
-    from hostcore.domain.principal import SYSTEM
-
+def resources_app(tmp_path):
+    """A test client of an app whose plugin serves pages as resources and a prompt, with notes/a."""
     app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Recorder(), PagesAsResources()])
     wiki = app.extensions["hostcore"].wiki(SYSTEM)
     wiki.save_namespace("notes")
     wiki.save_page("notes/a", body="alpha body")
-    client = app.test_client()
+    return app.test_client()
 
+
+def test_hook_register_resources(tmp_path):
+    client = resources_app(tmp_path)
     templates = mcp_post(client, "resources/templates/list", {})["result"]["resourceTemplates"]
     assert [t["uriTemplate"] for t in templates] == ["page://{namespace}/{name}"]
     read = mcp_post(client, "resources/read", {"uri": "page://notes/a"})["result"]["contents"][0]
@@ -158,6 +173,9 @@ def test_resources_and_prompts_go_through_the_service_layer(tmp_path):
     unknown = mcp_post(client, "resources/read", {"uri": "other://x"})["error"]
     assert unknown["data"] == {"uri": "other://x"}
 
+
+def test_hook_register_prompts(tmp_path):
+    client = resources_app(tmp_path)
     prompts = mcp_post(client, "prompts/list", {})["result"]["prompts"]
     assert prompts[0]["name"] == "summarise" and prompts[0]["arguments"][0] == {"name": "slug", "required": True}
     got = mcp_post(client, "prompts/get", {"name": "summarise", "arguments": {"slug": "notes/a"}})["result"]
@@ -166,3 +184,123 @@ def test_resources_and_prompts_go_through_the_service_layer(tmp_path):
         client, "completion/complete", {"ref": {"type": "ref/prompt", "name": "summarise"}, "argument": {"name": "slug", "value": "notes/"}}
     )["result"]["completion"]
     assert completion["values"] == ["notes/a", "notes/b"]
+
+
+@tool(read_only=True, scope="read")
+def shout(slug: str, *, wiki) -> dict:
+    """Return a page's title in capitals. slug: namespace/page."""
+    return {"title": wiki.page(slug).title.upper()}
+
+
+class Contributions:
+    @hookimpl
+    def register_tools(self, register):
+        register(shout)
+
+    @hookimpl
+    def register_storage_backends(self, register):
+        register(MemoryStorage)
+
+    @hookimpl
+    def register_search_backends(self, register):
+        register(NoSearch)
+
+
+def test_hook_register_tools(tmp_path):
+    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Contributions(), Recorder()])
+    host = app.extensions["hostcore"]
+    host.wiki(SYSTEM).save_namespace("notes")
+    host.wiki(SYSTEM).save_page("notes/a", body="x", title="Quiet")
+    assert host.tools["shout"] is shout
+    result = mcp_post(app.test_client(), "tools/call", {"name": "shout", "arguments": {"slug": "notes/a"}})
+    assert result["result"]["structuredContent"] == {"title": "QUIET"}
+
+
+class MemoryStorage(Storage):
+    """A storage backend registered by a test plugin; only its registration is exercised."""
+
+    name = "memory-test"
+
+    def __init__(self, root, settings):
+        self.root = root
+
+    def read(self, path):
+        raise NotImplementedError
+
+    def list(self, prefix=""):
+        return []
+
+    def apply(self, operations, change):
+        raise NotImplementedError
+
+
+class NoSearch(SearchBackend):
+    name = "none-test"
+
+    def __init__(self, root, settings):
+        self.root = root
+
+    def update(self, docs, removed=()):
+        pass
+
+    def search(self, query, namespaces=None, offset=0, limit=20):
+        raise NotImplementedError
+
+    def hashes(self):
+        return {}
+
+
+def test_hook_register_storage_backends(tmp_path):
+    host = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Contributions()]).extensions["hostcore"]
+    assert host.storage_backends["memory-test"] is MemoryStorage and "fs" in host.storage_backends
+
+
+def test_hook_register_search_backends(tmp_path):
+    host = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Contributions()]).extensions["hostcore"]
+    assert host.search_backends["none-test"] is NoSearch
+
+
+class Events:
+    def __init__(self):
+        self.seen = []
+
+    @hookimpl
+    def page_saved(self, page, previous):
+        self.seen.append(("saved", page.slug, previous.hash if previous else None, page.hash))
+
+    @hookimpl
+    def page_deleted(self, page, change):
+        self.seen.append(("deleted", page.slug, change.author))
+
+    @hookimpl
+    def page_moved(self, page, old_slug):
+        self.seen.append(("moved", old_slug, page.slug))
+
+
+def events_wiki(tmp_path):
+    events = Events()
+    host = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[events]).extensions["hostcore"]
+    host.wiki(SYSTEM).save_namespace("notes")
+    return events, host.wiki(Principal("ann", frozenset({"write"})))
+
+
+def test_hook_page_saved(tmp_path):
+    events, wiki = events_wiki(tmp_path)
+    first = wiki.save_page("notes/a", body="one")
+    second = wiki.save_page("notes/a", basehash=first["hash"], body="two")
+    wiki.save_page("notes/a", basehash=second["hash"], body="two")  # no change: no event
+    assert events.seen == [("saved", "notes/a", None, first["hash"]), ("saved", "notes/a", first["hash"], second["hash"])]
+
+
+def test_hook_page_deleted(tmp_path):
+    events, wiki = events_wiki(tmp_path)
+    wiki.save_page("notes/a", body="one")
+    wiki.delete_page("notes/a")
+    assert events.seen[-1] == ("deleted", "notes/a", "ann")
+
+
+def test_hook_page_moved(tmp_path):
+    events, wiki = events_wiki(tmp_path)
+    saved = wiki.save_page("notes/a", body="one")
+    wiki.move_page("notes/a", "notes/b", basehash=saved["hash"])
+    assert events.seen[-1] == ("moved", "notes/a", "notes/b")

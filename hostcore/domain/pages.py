@@ -169,7 +169,7 @@ class Page:
         for key, value in self.extra.items():
             meta.setdefault(key, value)
         front = yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
-        return f"---\n{front}---\n{self.body}".encode("utf-8")
+        return f"---\n{front}---\n{self.body}".encode()
 
     def stored(self) -> Page:
         """This page with ``hash`` set to the blob id of its stored bytes."""
@@ -187,7 +187,7 @@ class Page:
                 end = len(text) - 4
             if end != -1:
                 try:
-                    loaded = yaml.load(text[4 : end + 1], Loader=_Loader)  # noqa: S506 - a safe loader
+                    loaded = yaml.load(text[4 : end + 1], Loader=_Loader)
                 except yaml.YAMLError:
                     loaded = None
                 if isinstance(loaded, dict):

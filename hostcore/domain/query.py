@@ -204,7 +204,7 @@ def parse_query(query: str, analyse: Analyse) -> QueryNode:
     """Parse ``query`` into a tree. Raises ValidationError(field="query") saying how to fix it."""
     if len(query) > MAX_QUERY_CHARS:
         raise _invalid(f"is {len(query)} characters long; shorten it to at most {MAX_QUERY_CHARS}.")
-    tokens = [t for t in _lex(query, analyse)]
+    tokens = list(_lex(query, analyse))
     # An unmatched ")" is a typo, not structure: drop it so the rest still parses.
     depth, kept = 0, []
     for token in tokens:

@@ -129,7 +129,7 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
             if key.isupper():
                 problems.append(f"{key}: unknown setting; known ones are {', '.join(sorted(_TYPES))}")
             continue
-        if not isinstance(value, _TYPES[key]) or isinstance(value, bool) and _TYPES[key] is int:
+        if not isinstance(value, _TYPES[key]) or (isinstance(value, bool) and _TYPES[key] is int):
             problems.append(f"{key}: expected {_TYPES[key].__name__}, got {type(value).__name__} {value!r}")
     plugins = config.get("PLUGINS")
     if isinstance(plugins, list) and not all(isinstance(p, str) and p for p in plugins):

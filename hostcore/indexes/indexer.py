@@ -17,7 +17,6 @@ from hostcore.seams.search import SearchDoc
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
-    from hostcore.seams.storage import Change
 
 log = logging.getLogger("hostcore.index")
 BATCH = 500
@@ -93,15 +92,15 @@ def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
 
 
 @hookimpl
-def page_saved(host: Host, page: Page, previous: Page | None, change: Change) -> None:  # noqa: ARG001
+def page_saved(host: Host, page: Page) -> None:
     _update(host, [page], [])
 
 
 @hookimpl
-def page_deleted(host: Host, page: Page, change: Change) -> None:  # noqa: ARG001
+def page_deleted(host: Host, page: Page) -> None:
     _update(host, [], [page.slug])
 
 
 @hookimpl
-def page_moved(host: Host, page: Page, old_slug: str, change: Change) -> None:  # noqa: ARG001
+def page_moved(host: Host, page: Page, old_slug: str) -> None:
     _update(host, [page], [old_slug])

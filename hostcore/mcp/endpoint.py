@@ -17,6 +17,7 @@ import json
 import logging
 import uuid
 from dataclasses import replace
+from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -29,7 +30,6 @@ from mcp.server.streamable_http_manager import (
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from hostcore import __version__
 from hostcore.domain.principal import Principal
 from hostcore.errors import HostcoreError, InternalError, NotFound
 from hostcore.mcp.bridge import ThreadLoopBridge
@@ -107,7 +107,7 @@ class McpEndpoint:
         self._input_schemas = {t.name: t.input_schema for t in host.tools.values()}
         self.server: Server[Any] = Server(
             "hostcore",
-            version=__version__,
+            version=version("hostcore"),
             title=host.config.get("TITLE") or "hostcore",
             description="A wiki shared by people and AI assistants: list, read, search and safely change Markdown pages.",
             instructions=INSTRUCTIONS,
@@ -250,7 +250,7 @@ class McpEndpoint:
                     name=p.name, title=p.title, description=p.description or None,
                     arguments=[types.PromptArgument(name=a.name, description=a.description or None, required=a.required)
                                for a in p.arguments],
-                )  # fmt: skip
+                )
                 for p in self.host.prompts.values()
             ]
         )

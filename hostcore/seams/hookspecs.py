@@ -8,7 +8,8 @@ an event hook that raises is logged and never undoes or fails the change.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 

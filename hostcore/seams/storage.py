@@ -40,7 +40,7 @@ class Put:
 
     path: str
     data: bytes
-    expect: str | None | _Any = ANY
+    expect: str | _Any | None = ANY
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Needs a storage backend that keeps history (``Storage.has_history``; the git sto
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timezone
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from hostcore.domain.pages import Page, namespace_of, page_path, window
@@ -24,7 +24,7 @@ def revision_dict(rev: Revision) -> dict[str, Any]:
     return {
         "id": rev.id,
         "author": rev.author,
-        "time": rev.time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": rev.time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "message": rev.message,
         "files": list(rev.paths[:MAX_FILES]),
         "file_count": rev.path_count,

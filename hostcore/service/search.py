@@ -49,7 +49,7 @@ class SearchMixin:
             "next_offset": offset + len(hits) if found.more and offset + len(hits) <= MAX_SEARCH_OFFSET else None,
         }
 
-    def fetch(self: Wiki, id: str) -> dict[str, Any]:  # noqa: A002 - the name ChatGPT's connectors use
+    def fetch(self: Wiki, id: str) -> dict[str, Any]:
         self._access("read", id, "id")
         try:
             page = self._load(id)

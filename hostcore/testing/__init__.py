@@ -2,9 +2,11 @@
 
 - :class:`StorageConformance` (``storage_suite``): subclass it with ``make_storage(root)``.
 - :class:`SearchConformance` (``search_suite``): subclass it with ``make_backend(root)``.
+- :func:`plugin_manager`: hostcore's hooks with your plugin registered, to call its hooks.
 - ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port.
 """
 
+from hostcore.testing.plugins import plugin_manager
 from hostcore.testing.search_suite import SearchConformance, search_doc
 from hostcore.testing.servers import (
     cli,
@@ -25,6 +27,7 @@ __all__ = [
     "free_port",
     "hostcore_cmd",
     "hostcore_env",
+    "plugin_manager",
     "search_doc",
     "start_server",
     "stop_process_group",

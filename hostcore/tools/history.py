@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.tool import tool
+from hostcore.seams.tool import Tool, tool
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import Slug
+
+if TYPE_CHECKING:
+    from hostcore.host.host import Host
 
 
 class Commit(TypedDict):
@@ -94,7 +98,7 @@ def restore_page(
 
 
 @hookimpl
-def register_tools(register, host):  # noqa: ANN001
+def register_tools(register: Callable[[Tool], None], host: Host) -> None:
     if host.storage.has_history:
         for fn in (recent_changes, page_history, restore_page):
             register(fn)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import Field
@@ -9,7 +10,7 @@ from typing_extensions import TypedDict
 
 from hostcore.domain.pages import MAX_TITLE
 from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.tool import tool
+from hostcore.seams.tool import Tool, tool
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import Slug
 
@@ -133,6 +134,6 @@ def health(
 
 
 @hookimpl
-def register_tools(register, host):  # noqa: ANN001, ARG001
+def register_tools(register: Callable[[Tool], None]) -> None:
     for fn in (move_page, rename_page, backlinks, health):
         register(fn)

@@ -5,6 +5,7 @@ Thin, typed functions over :mod:`hostcore.service.namespaces`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -13,7 +14,7 @@ from typing_extensions import TypedDict
 from hostcore.domain.namespaces import PALETTES, SKINS, WIDGETS
 from hostcore.domain.pages import MAX_TITLE
 from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.tool import tool
+from hostcore.seams.tool import Tool, tool
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import NamespaceName
 
@@ -126,15 +127,15 @@ def save_namespace(
     omit keep their values; lists and objects replace the stored value whole. A stale basehash fails with
     a conflict carrying the current hash: re-read and retry.
     """
-    fields = dict(
-        public=public, title=title, description=description, image=image, skin=skin, palette=palette, index=index,
-        widgets=widgets, tree=tree, new=dict(new) if new is not None else None,
-        export=dict(export) if export is not None else None,
-    )  # fmt: skip
+    fields = {
+        "public": public, "title": title, "description": description, "image": image, "skin": skin, "palette": palette, "index": index,
+        "widgets": widgets, "tree": tree, "new": dict(new) if new is not None else None,
+        "export": dict(export) if export is not None else None,
+    }  # fmt: skip
     return wiki.save_namespace(name, basehash, **fields)  # type: ignore[return-value]
 
 
 @hookimpl
-def register_tools(register):
+def register_tools(register: Callable[[Tool], None]) -> None:
     for fn in (list_namespaces, read_namespace, save_namespace):
         register(fn)

@@ -7,6 +7,7 @@ them in the input schema.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import Field
@@ -14,7 +15,7 @@ from typing_extensions import TypedDict
 
 from hostcore.domain.pages import MAX_BODY_BYTES, MAX_TAG, MAX_TAGS, MAX_TITLE
 from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.tool import tool
+from hostcore.seams.tool import Tool, tool
 from hostcore.service.pages import MAX_EDITS
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import CharLimit, Offset, Slug
@@ -207,6 +208,6 @@ def list_pages(
 
 
 @hookimpl
-def register_tools(register):
+def register_tools(register: Callable[[Tool], None]) -> None:
     for fn in (read_page, save_page, edit_page, delete_page, list_pages):
         register(fn)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.tool import tool
+from hostcore.seams.tool import Tool, tool
 from hostcore.service.search import MAX_SEARCH_LIMIT, MAX_SEARCH_OFFSET
 from hostcore.service.wiki import Wiki
+
+if TYPE_CHECKING:
+    from hostcore.host.host import Host
 
 
 class Hit(TypedDict):
@@ -75,7 +79,7 @@ def search(
 
 
 @tool(read_only=True, scope="read", title="Fetch a page", user_content=True)
-def fetch(id: Annotated[str, Field(description="id of a search result: the page slug, namespace/page")], *, wiki: Wiki) -> Fetched:  # noqa: A002
+def fetch(id: Annotated[str, Field(description="id of a search result: the page slug, namespace/page")], *, wiki: Wiki) -> Fetched:
     """Fetch one whole page by the id a search result gave, for ChatGPT connectors and deep research.
 
     Arguments: id (a page slug from search's results). Returns id, title, text (the Markdown body),
@@ -86,7 +90,7 @@ def fetch(id: Annotated[str, Field(description="id of a search result: the page 
 
 
 @hookimpl
-def register_tools(register, host):  # noqa: ANN001
+def register_tools(register: Callable[[Tool], None], host: Host) -> None:
     if host.search is not None:
         register(search)
         register(fetch)

@@ -510,7 +510,7 @@ FIXTURE_TOOLS = (
 
 
 @hookimpl
-def register_tools(register, host):  # noqa: ANN001, ARG001 - hook signature
+def register_tools(register, host):
     for fixture in FIXTURE_TOOLS:
         register(fixture)
 
@@ -539,7 +539,7 @@ def watched_resource():
 
 
 @resource("test://template/{id}/data", name="template", mime_type="application/json")
-def template_data(id: str):  # noqa: A002 - the template's parameter name
+def template_data(id: str):
     """A templated resource."""
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
 
@@ -564,7 +564,7 @@ def test_prompt_with_arguments(
 
 
 @prompt
-def test_prompt_with_embedded_resource(resourceUri: Annotated[str, Field(description="URI of the resource to embed")]):  # noqa: N803
+def test_prompt_with_embedded_resource(resourceUri: Annotated[str, Field(description="URI of the resource to embed")]):
     """A prompt with an embedded resource."""
     res = mt.TextResourceContents(uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing.")
     return [_user(mt.EmbeddedResource(type="resource", resource=res)), _user(mt.TextContent(type="text", text="Please process the embedded resource above."))]
@@ -591,13 +591,13 @@ def test_input_required_result_prompt(*, ctx: Any):
 
 
 @hookimpl
-def register_resources(register, host):  # noqa: ANN001, ARG001 - hook signature
+def register_resources(register, host):
     for r in (static_text, static_binary, watched_resource, template_data):
         register(r)
 
 
 @hookimpl
-def register_prompts(register, host):  # noqa: ANN001, ARG001 - hook signature
+def register_prompts(register, host):
     for p in (test_simple_prompt, test_prompt_with_arguments, test_prompt_with_embedded_resource, test_prompt_with_image,
               test_input_required_result_prompt):  # fmt: skip
         register(p)

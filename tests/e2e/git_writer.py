@@ -171,7 +171,7 @@ async def crash(url: str, token: str, namespace: str, seconds: float) -> None:
         except Failed as exc:
             emit({"error": str(exc), "fatal": True})
             return
-        except Exception as exc:  # noqa: BLE001 - the worker serving us was killed: reconnect
+        except Exception as exc:
             emit({"error": repr(exc)[:300]})
             shared_hash = None
             n += 1  # the page of a lost attempt may or may not exist; never reuse its slug

@@ -99,7 +99,7 @@ async def test_revoked_token_gets_401(server, mode):
     assert "resource_metadata=" in r.headers["WWW-Authenticate"]
     assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
     # the official client surfaces it as a failure too, in either mode
-    with pytest.raises(Exception):  # noqa: B017,PT011 - the SDK's exception type differs by mode
+    with pytest.raises(Exception):  # noqa: B017 - the SDK's exception type differs by mode
         async with mcp_session(server, token, mode) as c:
             await c.call_tool("read_page", {"slug": "notes/index"})
 

@@ -293,7 +293,7 @@ async def test_killed_worker_loses_no_acknowledged_write_and_tears_no_page(crash
                 if match[0] == last_ack[slug]["key"]:
                     assert page["hash"] == last_ack[slug]["hash"]
         listed = ok(await c.call_tool("list_pages", {"namespace": "notes", "limit": 500}))
-        assert {s for s in last_ack} <= {p["slug"] for p in listed["pages"]}
+        assert set(last_ack) <= {p["slug"] for p in listed["pages"]}
         # the history index caught up with every commit, even one whose worker died before indexing it
         recent = ok(await c.call_tool("recent_changes", {"limit": 200}))["commits"]
     assert [c["id"] for c in recent] == git(repo, "log", f"-{len(recent)}", "--format=%H").stdout.split()

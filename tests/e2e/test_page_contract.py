@@ -502,7 +502,7 @@ async def test_hidden_files_are_invisible(server, mode, uid):
     async with mcp_session(server, server.tokens["admin"], mode) as c:
         ok(await c.call_tool("save_namespace", {"name": ns}))
         await create(c, f"{ns}/visible", "hello\n")
-        server.plant({rel: "---\ntitle: secret\n---\nTOP SECRET\n" for rel in secrets})
+        server.plant(dict.fromkeys(secrets, "---\ntitle: secret\n---\nTOP SECRET\n"))
         assert all(server.stored(rel) for rel in secrets)  # they are really in storage
         listed = ok(await c.call_tool("list_pages", {"namespace": ns}))
         assert [p["slug"] for p in listed["pages"]] == [f"{ns}/visible"] and listed["total"] == 1

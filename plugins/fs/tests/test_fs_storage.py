@@ -1,8 +1,7 @@
 from pathlib import Path
 
-from hostcore_fs import FileStorage
-
 from hostcore.testing import StorageConformance
+from hostcore_fs import FileStorage
 
 
 class TestFileStorage(StorageConformance):

@@ -1,8 +1,7 @@
 from pathlib import Path
 
-from hostcore_git import GitStorage
-
 from hostcore.testing import StorageConformance
+from hostcore_git import GitStorage
 
 
 class TestGitStorage(StorageConformance):

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
 
-import hostcore_git.storage as storage_module
 import pytest
-from hostcore_git import GitStorage
 
+import hostcore_git.storage as storage_module
 from hostcore import Change, Conflict, Delete, NotFound, Put, ValidationError, blob_hash
+from hostcore_git import GitStorage
 
 WRITER = Path(__file__).with_name("writer.py")
 

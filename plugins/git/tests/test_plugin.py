@@ -5,18 +5,14 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 
 import hostcore_git
-import pluggy
+from hostcore.testing import plugin_manager
 from hostcore_git import GitStorage
-
-from hostcore.seams import hookspecs
 
 
 def test_entry_point_and_hook() -> None:
     (point,) = entry_points(group="hostcore", name="git")
     assert point.load() is hostcore_git
-    manager = pluggy.PluginManager("hostcore")
-    manager.add_hookspecs(hookspecs)
-    manager.register(hostcore_git)
+    manager = plugin_manager(hostcore_git)
     found: list[type] = []
     manager.hook.register_storage_backends(register=found.append)
     assert found == [GitStorage]

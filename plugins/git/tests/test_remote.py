@@ -7,10 +7,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hostcore import Change, Put
 from hostcore_git import GitStorage
 from hostcore_git.remote import redact
-
-from hostcore import Change, Put
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> bool:

@@ -11,9 +11,8 @@ import sys
 from itertools import count
 from pathlib import Path
 
-from hostcore_git import GitStorage
-
 from hostcore import Change, Conflict, Put
+from hostcore_git import GitStorage
 
 PAGES = [f"pages/p{n}.md" for n in range(5)]
 

@@ -3,15 +3,15 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
+from hostcore import SearchDoc, ValidationError, parse_query
+from hostcore.testing import SearchConformance
 from hostcore_sqlite_search import (
     SqliteSearch,
     analyse,
     compile_match,
     register_search_backends,
 )
-
-from hostcore import SearchDoc, ValidationError, parse_query
-from hostcore.testing import SearchConformance
 
 
 class TestSqliteSearch(SearchConformance):

@@ -1,10 +1,10 @@
 from pathlib import Path
 
 import pytest
-from hostcore_tantivy import TantivySearch, register_search_backends
 
 from hostcore import And, Not, Or, Phrase, SearchDoc, Tag, Term, parse_query
 from hostcore.testing import SearchConformance
+from hostcore_tantivy import TantivySearch, register_search_backends
 
 
 class TestTantivySearch(SearchConformance):

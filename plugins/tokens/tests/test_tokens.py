@@ -1,9 +1,9 @@
 import sqlite3
 
 import pytest
-from hostcore_tokens import TokenStore, digest
 
 from hostcore import NotFound, ValidationError
+from hostcore_tokens import TokenStore, digest
 
 
 def test_tokens_are_stored_hashed(tmp_path):
