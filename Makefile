@@ -10,7 +10,7 @@ INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
 
-.PHONY: install serve test tools bench clean
+.PHONY: install serve test lint tools bench clean
 
 $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,12 @@ serve: install
 	$(BIN)/hostcore --instance $(INSTANCE) init
 	$(BIN)/hostcore --instance $(INSTANCE) serve --bind $(BIND) --workers $(WORKERS)
 
-test: install tools
+test: install tools lint
 	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: install
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done

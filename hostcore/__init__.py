@@ -4,7 +4,7 @@ This module is the public surface: plugins import from here and nowhere else in 
 """
 
 from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
-from hostcore.domain.principal import SYSTEM, Principal, Unauthorized
+from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
 from hostcore.domain.query import (
     And,
     Not,
@@ -23,9 +23,7 @@ from hostcore.errors import (
     HostcoreError,
     InsufficientScope,
     NotFound,
-    RateLimited,
     StartupError,
-    TooLarge,
     Unavailable,
     ValidationError,
 )
@@ -58,6 +56,7 @@ def create_app(*args, **kwargs):
 
 __all__ = [
     "ANY",
+    "SCOPES",
     "SYSTEM",
     "And",
     "Change",
@@ -77,7 +76,6 @@ __all__ = [
     "Principal",
     "Put",
     "QueryNode",
-    "RateLimited",
     "Revision",
     "SearchBackend",
     "SearchDoc",
@@ -87,7 +85,6 @@ __all__ = [
     "Storage",
     "Tag",
     "Term",
-    "TooLarge",
     "Tool",
     "Unauthorized",
     "Unavailable",

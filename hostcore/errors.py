@@ -55,14 +55,6 @@ class Forbidden(HostcoreError):
     code = "forbidden"
 
 
-class TooLarge(HostcoreError):
-    code = "too_large"
-
-
-class RateLimited(HostcoreError):
-    code = "rate_limited"
-
-
 class Unavailable(HostcoreError):
     code = "unavailable"
 

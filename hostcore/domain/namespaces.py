@@ -10,7 +10,6 @@ import yaml
 from hostcore.domain.pages import MAX_TITLE, check_segment
 from hostcore.errors import ValidationError
 
-FILE = ".namespace.yaml"
 SKINS = ("", "bare", "phosphor", "newsprint", "journal", "soft")
 PALETTES = (
     "", "neutral", "phosphor", "dracula", "everforest", "flexoki", "gruvbox", "nord", "rosé pine", "solarized",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
+from typing_extensions import TypedDict
 
 from hostcore.domain.hashes import blob_hash
 from hostcore.errors import NotFound, ValidationError
@@ -96,8 +97,6 @@ def slug_from_path(path: str) -> str | None:
     return slug
 
 
-def is_hidden(path: str) -> bool:
-    return any(part.startswith((".", "_")) for part in path.split("/"))
 
 
 def check_title(title: Any, field_name: str = "title") -> str:
@@ -299,7 +298,17 @@ def section(body: str, name: str) -> str:
     raise NotFound(f"no heading {name!r} in this page; its headings are: {names}", field="section")
 
 
-def window(text: str, offset: int, limit: int) -> dict[str, Any]:
+class Window(TypedDict):
+    """A window of a long text (read_page, read_attachment): the contract's paging fields."""
+
+    body: str
+    offset: int
+    total_chars: int
+    truncated: bool
+    next_offset: int | None
+
+
+def window(text: str, offset: int, limit: int) -> Window:
     """A window of ``text``: body, total_chars, truncated, next_offset. Raises for an offset past the end."""
     total = len(text)
     if offset > 0 and offset >= total:

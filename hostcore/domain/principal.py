@@ -11,7 +11,16 @@ from dataclasses import dataclass
 
 from hostcore.errors import Forbidden, HostcoreError, InsufficientScope
 
-SCOPE_ORDER = {"read": 1, "write": 2, "admin": 3}
+SCOPES = ("read", "write", "admin")
+"""Every scope, weakest first: each implies the ones before it."""
+SCOPE_ORDER = {scope: rank for rank, scope in enumerate(SCOPES, 1)}
+
+
+def check_scope(scope: str) -> str:
+    """``scope`` if it is one of SCOPES; raises ValueError naming them (a plugin author's mistake)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+    return scope
 
 
 class Unauthorized(HostcoreError):

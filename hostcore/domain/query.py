@@ -155,9 +155,10 @@ class _Parser:
             raise _invalid('OR needs a term on each side, for example: deploy OR release. Quote it ("or") to search the word.')
         if len(branches) == 1:
             return branches[0]
-        for branch in branches:
+        present = [branch for branch in branches if branch is not None]  # all of them: None was refused above
+        for branch in present:
             _require_positive(branch)
-        return Or(tuple(branches))  # type: ignore[arg-type]
+        return Or(tuple(present))
 
     def conjunction(self) -> QueryNode | None:
         nodes: list[QueryNode] = []

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore")
 
 
-def _registry(kind: str, base: type, table: dict[str, type]) -> Callable[[type], None]:
-    def register(cls: type) -> None:
+def _registry(kind: str, base: type[Storage | SearchBackend], table: dict[str, Any]) -> Callable[[Any], None]:
+    def register(cls: Any) -> None:
         if not (isinstance(cls, type) and issubclass(cls, base)) or not getattr(cls, "name", ""):
             raise StartupError(f"register_{kind}_backends: {cls!r} must be a {base.__name__} subclass with a name")
         if cls.name in table:

@@ -46,10 +46,10 @@ def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = ()) -> plug
             raise StartupError(f"PLUGINS: {name!r} is listed twice; list each plugin once")
         if "." in name:  # a module path: a plugin that is not packaged (site code, tests)
             try:
-                module = importlib.import_module(name)
+                site_module = importlib.import_module(name)
             except ImportError as exc:
                 raise StartupError(f"PLUGINS: cannot import {name!r} ({exc}); check the module path and PYTHONPATH") from None
-            pm.register(module, name=name)
+            pm.register(site_module, name=name)
             continue
         entry = available.get(name)
         if entry is None:

@@ -88,7 +88,8 @@ def startup(host: Host) -> None:
 def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
     _safely("link graph update", lambda: host.links.update(pages, removed))
     if host.search is not None:
-        _safely("search index update", lambda: host.search.update([doc_of(p) for p in pages], removed))
+        search = host.search
+        _safely("search index update", lambda: search.update([doc_of(p) for p in pages], removed))
 
 
 @hookimpl

@@ -14,7 +14,22 @@ import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
+from typing_extensions import TypedDict
+
 from hostcore.domain.pages import Page, wiki_links
+
+
+class LinkingPage(TypedDict):
+    slug: str
+    title: str
+
+
+DanglingLink = TypedDict("DanglingLink", {"from": str, "to": str})
+
+
+class StaleRow(TypedDict):
+    slug: str
+    changed: float  # epoch seconds
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -119,7 +134,7 @@ class LinkGraph:
         """Namespace -> number of pages in it."""
         return dict(self._db().execute("SELECT namespace, count(*) FROM pages GROUP BY namespace"))
 
-    def backlinks(self, slug: str, namespaces: Collection[str] | None) -> list[dict[str, str]]:
+    def backlinks(self, slug: str, namespaces: Collection[str] | None) -> list[LinkingPage]:
         """Pages (slug, title) in ``namespaces`` (None: all) whose links point at ``slug``."""
         where, args = _in(namespaces, "p.namespace")
         rows = self._db().execute(
@@ -127,9 +142,9 @@ class LinkGraph:
             f"WHERE l.target = ? AND {where} ORDER BY p.slug",
             [slug, *args],
         )
-        return [{"slug": s, "title": t} for s, t in rows]
+        return [LinkingPage(slug=s, title=t) for s, t in rows]
 
-    def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[dict[str, str]], int]:
+    def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[DanglingLink], int]:
         """Links from readable pages to pages that do not exist: ({from, to} list, total)."""
         where, args = _in(namespaces, "source_namespace")
         # Only links into readable namespaces: otherwise "missing" would tell whether pages exist there.
@@ -138,7 +153,7 @@ class LinkGraph:
         args = [*args, *target_args]
         total = self._db().execute(f"SELECT count(*) {sql}", args).fetchone()[0]
         rows = self._db().execute(f"SELECT source, target {sql} ORDER BY source, target LIMIT ?", [*args, limit])
-        return [{"from": s, "to": t} for s, t in rows], total
+        return [DanglingLink({"from": s, "to": t}) for s, t in rows], total
 
     def orphans(
         self, namespaces: Collection[str] | None, exclude: Collection[str], limit: int, visible: Collection[str] | None = None
@@ -149,7 +164,7 @@ class LinkGraph:
         where, args = _in(namespaces, "p.namespace")
         skip = sorted(exclude)
         if visible is None:
-            linked, linked_args = "p.inbound = 0", []
+            linked, linked_args = "p.inbound = 0", list[str]()
         else:
             sources, linked_args = _in(visible, "l.source_namespace")
             linked = f"NOT EXISTS (SELECT 1 FROM links l WHERE l.target = p.slug AND l.source != p.slug AND {sources})"
@@ -159,13 +174,13 @@ class LinkGraph:
         rows = self._db().execute(f"SELECT p.slug {sql} ORDER BY p.slug LIMIT ?", [*params, limit])
         return [r[0] for r in rows], total
 
-    def stale(self, namespaces: Collection[str] | None, before: float, limit: int) -> tuple[list[dict[str, object]], int]:
+    def stale(self, namespaces: Collection[str] | None, before: float, limit: int) -> tuple[list[StaleRow], int]:
         """Readable pages last changed before ``before`` (epoch seconds), oldest first."""
         where, args = _in(namespaces, "namespace")
         sql = f"FROM pages WHERE {where} AND changed < ?"
         total = self._db().execute(f"SELECT count(*) {sql}", [*args, before]).fetchone()[0]
         rows = self._db().execute(f"SELECT slug, changed {sql} ORDER BY changed LIMIT ?", [*args, before, limit])
-        return [{"slug": s, "changed": c} for s, c in rows], total
+        return [StaleRow(slug=s, changed=c) for s, c in rows], total
 
     def slugs_linking_to(self, slug: str) -> list[str]:
         return [r[0] for r in self._db().execute("SELECT source FROM links WHERE target = ? ORDER BY source", (slug,))]

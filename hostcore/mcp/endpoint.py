@@ -33,7 +33,7 @@ from mcp.shared.exceptions import MCPError
 from hostcore.domain.principal import Principal
 from hostcore.errors import HostcoreError, InternalError, NotFound
 from hostcore.mcp.bridge import ThreadLoopBridge
-from hostcore.seams.resources import Prompt
+from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.tool import Tool
 
 if TYPE_CHECKING:
@@ -164,11 +164,10 @@ class McpEndpoint:
         client = client or environ.get("HTTP_USER_AGENT", "").split(" ")[0] or None
         return replace(principal, client=client)
 
-    async def _invoke(self, obj: Any, ctx: Any, principal: Principal, arguments: dict[str, Any]) -> Any:
+    async def _invoke(self, obj: Tool | Resource | Prompt, ctx: Any, principal: Principal, arguments: dict[str, Any]) -> Any:
         """Check the scope, inject what the function asks for, run it (sync ones in a thread)."""
         principal.require(obj.scope)
-        available = {"wiki": self.host.wiki(principal), "host": self.host, "principal": principal, "ctx": ctx}
-        kwargs = {**arguments, **{k: v for k, v in available.items() if k in obj.inject}}
+        kwargs = obj.bind(arguments, wiki=self.host.wiki(principal), host=self.host, principal=principal, ctx=ctx)
         if inspect.iscoroutinefunction(obj.fn):
             return await obj.fn(**kwargs)
         if getattr(obj, "read_only", False):
@@ -275,7 +274,7 @@ class McpEndpoint:
     async def _complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         values: list[str] = []
         ref = params.ref
-        if getattr(ref, "type", None) == "ref/prompt" and ref.name in self.host.prompts:
+        if isinstance(ref, types.PromptReference) and ref.name in self.host.prompts:
             complete = self.host.prompts[ref.name].completions.get(params.argument.name)
             if complete is not None:
                 values = list(complete(params.argument.value))[:100]

@@ -18,7 +18,8 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic.fields import FieldInfo
 
-from hostcore.seams.tool import INJECTED, SCOPES
+from hostcore.domain.principal import check_scope
+from hostcore.seams.tool import INJECTED, Injected
 
 
 def _injected(fn: Callable[..., Any]) -> frozenset[str]:
@@ -28,7 +29,7 @@ def _injected(fn: Callable[..., Any]) -> frozenset[str]:
 
 
 @dataclass
-class Resource:
+class Resource(Injected):
     fn: Callable[..., Any]
     uri: str
     name: str
@@ -55,8 +56,7 @@ def resource(
     uri: str, *, name: str | None = None, title: str | None = None, mime_type: str = "text/plain", scope: str = "read"
 ) -> Callable[[Callable[..., Any]], Resource]:
     """Make a :class:`Resource` at ``uri`` (a template when it has ``{name}`` parts)."""
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+    check_scope(scope)
 
     def make(fn: Callable[..., Any]) -> Resource:
         return Resource(
@@ -75,7 +75,7 @@ class PromptArgument:
 
 
 @dataclass
-class Prompt:
+class Prompt(Injected):
     fn: Callable[..., Any]
     name: str
     title: str | None
@@ -103,8 +103,7 @@ def prompt(
     complete: dict[str, Callable[[str], list[str]]] | None = None,
 ) -> Any:
     """Make a :class:`Prompt`. ``complete`` maps an argument to a function giving completions of a prefix."""
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+    check_scope(scope)
 
     def make(func: Callable[..., Any]) -> Prompt:
         hints = get_type_hints(func, include_extras=True)

@@ -13,6 +13,7 @@ hash means the same thing whatever the backend.
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -151,7 +152,7 @@ class Storage(ABC):
         data = self.read(path)
         return data, blob_hash(data)
 
-    def folders(self, prefix: str = "") -> list[str]:
+    def folders(self, prefix: str = "") -> builtins.list[str]:
         """Names of the folders directly inside the folder ``prefix`` ("" for the top), sorted."""
         depth = prefix.count("/") + 1 if prefix else 0
         return sorted({path.split("/")[depth] for path in self.list(prefix) if path.count("/") > depth})
@@ -169,7 +170,7 @@ class Storage(ABC):
 
     # --- history: only for backends that keep it ----------------------------------------
 
-    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> list[Revision]:
+    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
         """Recorded changes, newest first; only those touching ``path`` when given."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
 

@@ -18,14 +18,24 @@ import mcp_types
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from hostcore.domain.principal import check_scope
 from hostcore.errors import ValidationError
 
 INJECTED = frozenset({"wiki", "host", "principal", "ctx"})
-SCOPES = ("read", "write", "admin")
+
+
+class Injected:
+    """What tools, resources and prompts share: a function that asks for some of INJECTED."""
+
+    inject: frozenset[str]
+
+    def bind(self, arguments: dict[str, Any], **available: Any) -> dict[str, Any]:
+        """Arguments plus the injected values this function asks for."""
+        return {**arguments, **{k: v for k, v in available.items() if k in self.inject}}
 
 
 @dataclass
-class Tool:
+class Tool(Injected):
     """An MCP tool: its function, schemas, required scope and annotations."""
 
     fn: Callable[..., Any]
@@ -41,10 +51,6 @@ class Tool:
     input_model: type[BaseModel]
     output_schema: dict[str, Any] | None
     inject: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn)
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -64,10 +70,6 @@ class Tool:
                 msg = f"is not an argument of {self.name}; see its input schema"
             raise ValidationError(msg, field=loc) from None
         return {name: getattr(model, name) for name in type(model).model_fields}
-
-    def bind(self, arguments: dict[str, Any], **available: Any) -> dict[str, Any]:
-        """Arguments plus the injected values this tool asks for."""
-        return {**arguments, **{k: v for k, v in available.items() if k in self.inject}}
 
 
 def _clean(schema: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +98,7 @@ def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], fr
             raise TypeError(f"tool {name}: argument {param.name!r} needs a type annotation")
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (hints[param.name], default)
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
     return model, frozenset(inject)
@@ -131,8 +133,7 @@ def tool(
     nothing; ``destructive`` (default: not read-only) ones may replace or remove content.
     ``user_content``: results carry text people wrote; the adapter frames it as data.
     """
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+    check_scope(scope)
 
     def make(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__

@@ -7,20 +7,47 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC
-from typing import TYPE_CHECKING, Any
 
-from hostcore.domain.pages import Page, namespace_of, page_path, window
+from typing_extensions import TypedDict
+
+from hostcore.domain.pages import Page, namespace_of, page_path, section, window
 from hostcore.errors import Conflict, NotFound
 from hostcore.seams.storage import Put, Revision, blob_hash
-
-if TYPE_CHECKING:
-    from hostcore.service.wiki import Wiki
+from hostcore.service.base import WikiBase
+from hostcore.service.pages import PageWindow
 
 RECENT_SCAN_LIMIT = 5000  # commits examined at most to fill one recent_changes answer
 MAX_FILES = 100  # files listed per commit; file_count has the total
 
 
-def revision_dict(rev: Revision) -> dict[str, Any]:
+class Commit(TypedDict):
+    id: str
+    author: str
+    time: str
+    message: str
+    files: list[str]
+    file_count: int
+
+
+class Commits(TypedDict):
+    commits: list[Commit]
+
+
+class PageHistory(TypedDict):
+    slug: str
+    commits: list[Commit]
+    more: bool
+    next_offset: int | None
+
+
+class Restored(TypedDict):
+    slug: str
+    hash: str
+    restored_from: str
+    changed: bool
+
+
+def revision_dict(rev: Revision) -> Commit:
     return {
         "id": rev.id,
         "author": rev.author,
@@ -31,17 +58,17 @@ def revision_dict(rev: Revision) -> dict[str, Any]:
     }
 
 
-class HistoryMixin:
+class HistoryMixin(WikiBase):
     """recent_changes, page_history, read_page_at and restore_page; mixed into Wiki."""
 
-    def _visible(self: Wiki, rev: Revision) -> bool:
+    def _visible(self, rev: Revision) -> bool:
         """Whether every folder the commit touched is a namespace the caller may read."""
         return rev.path_count > 0 and all(folder and self.principal.can_access(folder) for folder in rev.folders)
 
-    def recent_changes(self: Wiki, limit: int = 20) -> dict[str, Any]:
+    def recent_changes(self, limit: int = 20) -> Commits:
         """Newest first; a commit touching anything outside the caller's access is left out whole."""
         self.principal.require("read")
-        kept: list[dict[str, Any]] = []
+        kept: list[Commit] = []
         offset = 0
         while len(kept) < limit and offset < RECENT_SCAN_LIMIT:
             batch = self.storage.history(None, offset=offset, limit=100)
@@ -51,7 +78,7 @@ class HistoryMixin:
             kept += [revision_dict(r) for r in batch if self._visible(r)]
         return {"commits": kept[:limit]}
 
-    def page_history(self: Wiki, slug: str, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def page_history(self, slug: str, offset: int = 0, limit: int = 20) -> PageHistory:
         self._access("read", slug)
         # Like recent_changes: a commit that also touches namespaces outside access stays hidden,
         # so offset counts only the commits the caller can see.
@@ -72,7 +99,7 @@ class HistoryMixin:
             "next_offset": offset + limit if more else None,
         }
 
-    def _read_revision(self: Wiki, slug: str, revision: str) -> tuple[Page, bytes]:
+    def _read_revision(self, slug: str, revision: str) -> tuple[Page, bytes]:
         """The page as of ``revision`` and its exact stored bytes. Raises NotFound."""
         try:
             data = self.storage.read_at(page_path(slug), revision)
@@ -80,19 +107,19 @@ class HistoryMixin:
             raise NotFound(f"page {slug!r} does not exist in revision {revision!r}; page_history lists its revisions", field="revision") from None
         return replace(Page.from_bytes(slug, data), hash=blob_hash(data)), data
 
-    def read_page_at(self: Wiki, slug: str, revision: str, section_name: str | None, offset: int, limit: int) -> dict[str, Any]:
-        from hostcore.domain.pages import section
-
+    def read_page_at(self, slug: str, revision: str, section_name: str | None, offset: int, limit: int) -> PageWindow:
         self._access("read", slug)
         page, _data = self._read_revision(slug, revision)
         text = section(page.body, section_name) if section_name else page.body
-        result = {"slug": slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash, "revision": revision}
-        result.update(window(text, offset, limit))
+        result: PageWindow = {
+            "slug": slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash,
+            "revision": revision, **window(text, offset, limit),
+        }  # fmt: skip
         if section_name:
             result["section"] = section_name
         return result
 
-    def _last_version(self: Wiki, slug: str) -> tuple[str, tuple[Page, bytes]]:
+    def _last_version(self, slug: str) -> tuple[str, tuple[Page, bytes]]:
         offset = 0
         while True:
             revs = self.storage.history(page_path(slug), offset=offset, limit=50)
@@ -105,7 +132,7 @@ class HistoryMixin:
                     continue
             offset += len(revs)
 
-    def restore_page(self: Wiki, slug: str, revision: str | None = None, basehash: str | None = None) -> dict[str, Any]:
+    def restore_page(self, slug: str, revision: str | None = None, basehash: str | None = None) -> Restored:
         """Bring back a deleted page (its last version) or an older revision, as a new change."""
         self._access("write", slug)
         if revision is None:

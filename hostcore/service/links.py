@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict
 
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import (
@@ -18,16 +19,60 @@ from hostcore.domain.pages import (
     slugify,
 )
 from hostcore.errors import Conflict, HostcoreError, NotFound, ValidationError
-from hostcore.seams.storage import Delete, Put
-
-if TYPE_CHECKING:
-    from hostcore.service.wiki import Wiki
+from hostcore.indexes.link_graph import DanglingLink, LinkingPage
+from hostcore.seams.storage import Delete, Operation, Put
+from hostcore.service.base import WikiBase
+from hostcore.service.pages import PagesMixin
 
 STALE_DAYS = 180
 HEALTH_LIST_LIMIT = 500
 
 
-def _index_page(wiki: Wiki, namespace: str) -> str:
+class Moved(TypedDict):
+    slug: str
+    old_slug: str
+    hash: str
+
+
+class FailedLink(TypedDict):
+    slug: str
+    reason: str
+
+
+class Renamed(TypedDict):
+    slug: str
+    old_slug: str
+    title: str
+    hash: str
+    rewritten: list[str]
+    failed_links: list[FailedLink]
+
+
+class Backlinks(TypedDict):
+    slug: str
+    backlinks: list[LinkingPage]
+
+
+class StalePage(TypedDict):
+    slug: str
+    changed: str
+
+
+class Counts(TypedDict):
+    missing: int
+    orphans: int
+    stale: int
+
+
+class Health(TypedDict, total=False):
+    missing: list[DanglingLink]
+    orphans: list[str]
+    stale: list[StalePage]
+    counts: Counts
+    storage: dict[str, object]
+
+
+def _index_page(wiki: WikiBase, namespace: str) -> str:
     try:
         settings = ns_settings.parse(wiki.storage.read(namespace_path(namespace)))
     except NotFound:
@@ -35,13 +80,15 @@ def _index_page(wiki: Wiki, namespace: str) -> str:
     return f"{namespace}/{settings.get('index') or 'index'}"
 
 
-class LinksMixin:
+class LinksMixin(PagesMixin):
     """move_page, rename_page, backlinks and health; mixed into :class:`~hostcore.service.wiki.Wiki`."""
 
-    def _relocate(self: Wiki, page: Page, new: Page, basehash: str, tool: str) -> Page:
+    def _relocate(self, page: Page, new: Page, basehash: str, tool: str) -> Page:
         """Write ``new`` (at a new slug) and remove ``page`` in one change. Raises Conflict."""
         change = self._change(tool, f"{page.slug} -> {new.slug}")
-        ops = [Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)]
+        ops: list[Operation] = [
+            Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)
+        ]
         try:
             self.storage.apply(ops, change)
         except Conflict as exc:
@@ -51,14 +98,14 @@ class LinksMixin:
         self.host.notify("page_moved", page=new, old_slug=page.slug, change=change)
         return new
 
-    def _check_movable(self: Wiki, slug: str, new_slug: str, field: str) -> None:
+    def _check_movable(self, slug: str, new_slug: str, field: str) -> None:
         if slug == _index_page(self, namespace_of(slug)):
             raise ValidationError(f"{slug!r} is its namespace's index page; it cannot be moved", field="slug")
         self._require_namespace_exists(namespace_of(new_slug), field)
         if self.storage.exists(page_path(new_slug)):
             raise ValidationError(f"{new_slug!r} holds a page already; pick another slug or delete that page first", field=field)
 
-    def move_page(self: Wiki, slug: str, new_slug: str, basehash: str) -> dict[str, Any]:
+    def move_page(self, slug: str, new_slug: str, basehash: str) -> Moved:
         self._access("write", slug)
         self._access("write", new_slug, "new_slug")
         if new_slug == slug:
@@ -68,7 +115,7 @@ class LinksMixin:
         moved = self._relocate(current, replace(current, slug=new_slug), basehash, "move_page")
         return {"slug": moved.slug, "old_slug": slug, "hash": moved.hash}
 
-    def rename_page(self: Wiki, slug: str, title: str, basehash: str) -> dict[str, Any]:
+    def rename_page(self, slug: str, title: str, basehash: str) -> Renamed:
         self._access("write", slug)
         check_title(title)
         if not title.strip():
@@ -88,10 +135,10 @@ class LinksMixin:
         rewritten, failed = self._rewrite_links_to(slug, new_slug)
         return {"slug": new_slug, "old_slug": slug, "title": title, "hash": renamed.hash, "rewritten": rewritten, "failed_links": failed}
 
-    def _rewrite_links_to(self: Wiki, old: str, new: str) -> tuple[list[str], list[dict[str, str]]]:
+    def _rewrite_links_to(self, old: str, new: str) -> tuple[list[str], list[FailedLink]]:
         """Point every link to ``old`` at ``new``, one change per page; report what could not be."""
         rewritten: list[str] = []
-        failed: list[dict[str, str]] = []
+        failed: list[FailedLink] = []
         for source in self.host.links.slugs_linking_to(old):
             if source in (old, new):
                 continue
@@ -113,11 +160,11 @@ class LinksMixin:
             rewritten.append(source)
         return rewritten, failed
 
-    def backlinks(self: Wiki, slug: str) -> dict[str, Any]:
+    def backlinks(self, slug: str) -> Backlinks:
         self._access("read", slug)
         return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
 
-    def health(self: Wiki, namespace: str | None = None) -> dict[str, Any]:
+    def health(self, namespace: str | None = None) -> Health:
         self.principal.require("read")
         scope = self.principal.namespaces
         if namespace is not None:
@@ -131,7 +178,7 @@ class LinksMixin:
             scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT, visible=self.principal.namespaces
         )
         stale, stale_total = graph.stale(scope, time.time() - STALE_DAYS * 86400, HEALTH_LIST_LIMIT)
-        result: dict[str, Any] = {
+        result: Health = {
             "missing": missing,
             "orphans": orphans,
             "stale": [

@@ -2,27 +2,70 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
+
+from typing_extensions import TypedDict
 
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import check_namespace, namespace_path
 from hostcore.errors import Conflict, NotFound
 from hostcore.seams.storage import Put
-
-if TYPE_CHECKING:
-    from hostcore.service.wiki import Wiki
+from hostcore.service.base import WikiBase
 
 
-class NamespacesMixin:
+class NamespaceEntry(TypedDict):
+    name: str
+    title: str
+    description: str
+    pages: int
+    public: bool
+
+
+class NamespaceList(TypedDict):
+    namespaces: list[NamespaceEntry]
+
+
+class NewTemplate(TypedDict, total=False):
+    template: str
+    slug: str
+
+
+class ExportSettings(TypedDict, total=False):
+    base_url: str
+    sitemap: bool
+    robots_allow: bool
+    links: str
+
+
+class NamespaceSettings(TypedDict, total=False):
+    name: str
+    hash: str
+    title: str
+    description: str
+    public: bool
+    image: str
+    skin: str
+    palette: str
+    index: str
+    widgets: list[str]
+    tree: list[str]
+    new: NewTemplate
+    export: ExportSettings
+
+
+class NamespaceSaved(TypedDict):
+    name: str
+    hash: str
+    created: bool
+
+
+class NamespacesMixin(WikiBase):
     """list_namespaces, read_namespace, save_namespace."""
 
-    def _namespace_names(self: Wiki) -> list[str]:
-        return [name for name in self.storage.folders() if self.storage.exists(namespace_path(name))]
-
-    def list_namespaces(self: Wiki) -> dict[str, Any]:
+    def list_namespaces(self) -> NamespaceList:
         self.principal.require("read")
         counts = self.host.links.page_counts()
-        out = []
+        out: list[NamespaceEntry] = []
         for name in self._namespace_names():
             if not self.principal.can_access(name):
                 continue
@@ -38,7 +81,7 @@ class NamespacesMixin:
             )
         return {"namespaces": out}
 
-    def read_namespace(self: Wiki, name: str) -> dict[str, Any]:
+    def read_namespace(self, name: str) -> NamespaceSettings:
         self.principal.require("admin")
         check_namespace(name)
         self.principal.require_namespace(name, "name")
@@ -46,9 +89,10 @@ class NamespacesMixin:
             data, digest = self.storage.read_with_hash(namespace_path(name))
         except NotFound:
             raise NotFound(f"no namespace {name!r}; list_namespaces shows those that exist", field="name") from None
-        return {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data))}
+        # the settings were validated when saved and are completed with defaults: they have this shape
+        return cast(NamespaceSettings, {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data))})
 
-    def save_namespace(self: Wiki, name: str, basehash: str | None = None, **fields: Any) -> dict[str, Any]:
+    def save_namespace(self, name: str, basehash: str | None = None, **fields: Any) -> NamespaceSaved:
         self.principal.require("admin")
         check_namespace(name)
         self.principal.require_namespace(name, "name")
@@ -78,4 +122,4 @@ class NamespacesMixin:
                     hash=exc.data.get("hash", ""),
                 ) from None
             raise Conflict("is stale: the settings changed meanwhile; re-read and retry", field="basehash", hash=exc.data.get("hash", "")) from None
-        return {"name": name, "hash": result[path], "created": basehash is None}
+        return {"name": name, "hash": result[path] or "", "created": basehash is None}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict
 
 from hostcore.domain.pages import (
     Page,
@@ -21,36 +22,85 @@ from hostcore.domain.pages import (
 )
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Delete, Put
-
-if TYPE_CHECKING:
-    from hostcore.service.wiki import Wiki
+from hostcore.service.base import WikiBase
 
 MAX_EDITS = 128
 
 
-class PagesMixin:
+class PageWindow(TypedDict, total=False):
+    slug: str
+    title: str
+    tags: list[str]
+    pin: bool
+    hash: str
+    body: str
+    offset: int
+    total_chars: int
+    truncated: bool
+    next_offset: int | None
+    section: str
+    revision: str
+
+
+class SaveResult(TypedDict):
+    slug: str
+    hash: str
+    created: bool
+    changed: bool
+
+
+class EditResult(TypedDict):
+    slug: str
+    hash: str
+    changed: bool
+    diff: str
+    dryRun: bool
+
+
+class DeleteResult(TypedDict):
+    slug: str
+    deleted: bool
+    hash: str
+
+
+class PageEntry(TypedDict):
+    slug: str
+    title: str
+    tags: list[str]
+
+
+class PageList(TypedDict):
+    pages: list[PageEntry]
+    total: int
+    more: bool
+    next_offset: int | None
+
+
+class PagesMixin(WikiBase):
     """read_page, save_page, edit_page, delete_page, list_pages."""
 
-    def read_page(self: Wiki, slug: str, section_name: str | None = None, offset: int = 0, limit: int = 40_000) -> dict[str, Any]:
+    def read_page(self, slug: str, section_name: str | None = None, offset: int = 0, limit: int = 40_000) -> PageWindow:
         page = self.page(slug)
         if section_name is not None and not section_name.strip():
             raise ValidationError("is empty; give a heading's text, or omit section for the whole page", field="section")
         text = section(page.body, section_name) if section_name else page.body
-        result = {"slug": page.slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash}
-        result.update(window(text, offset, limit))
+        result: PageWindow = {
+            "slug": page.slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash,
+            **window(text, offset, limit),
+        }  # fmt: skip
         if section_name:
             result["section"] = section_name
         return result
 
     def save_page(
-        self: Wiki,
+        self,
         slug: str,
         basehash: str | None = None,
         body: str | None = None,
         title: str | None = None,
         tags: list[str] | None = None,
         pin: bool | None = None,
-    ) -> dict[str, Any]:
+    ) -> SaveResult:
         self._access("write", slug)
         if body is not None:
             check_body(body)
@@ -94,7 +144,7 @@ class PagesMixin:
         self.host.notify("page_saved", page=new, previous=previous, change=change)
         return {"slug": slug, "hash": new.hash, "created": previous is None, "changed": True}
 
-    def edit_page(self: Wiki, slug: str, basehash: str, edits: list[dict[str, str]], dry_run: bool = False) -> dict[str, Any]:
+    def edit_page(self, slug: str, basehash: str, edits: list[dict[str, str]], dry_run: bool = False) -> EditResult:
         self._access("write", slug)
         if not edits:
             raise ValidationError("needs at least one edit {oldText, newText}", field="edits")
@@ -128,7 +178,7 @@ class PagesMixin:
         )
         new_page = replace(previous, body=body).stored()
         changed = new_page.hash != previous.hash
-        result = {"slug": slug, "hash": previous.hash, "changed": changed, "diff": diff, "dryRun": dry_run}
+        result: EditResult = {"slug": slug, "hash": previous.hash, "changed": changed, "diff": diff, "dryRun": dry_run}
         if dry_run or not changed:
             return result
         change = self._change("edit_page", slug)
@@ -140,7 +190,7 @@ class PagesMixin:
         result["hash"] = new_page.hash
         return result
 
-    def delete_page(self: Wiki, slug: str, basehash: str | None = None) -> dict[str, Any]:
+    def delete_page(self, slug: str, basehash: str | None = None) -> DeleteResult:
         self._access("write", slug)
         previous = self._current_or_conflict(slug, basehash, with_body=False) if basehash else self._load(slug)
         change = self._change("delete_page", slug)
@@ -151,50 +201,21 @@ class PagesMixin:
         self.host.notify("page_deleted", page=previous, change=change)
         return {"slug": slug, "deleted": True, "hash": previous.hash}
 
-    def _current_or_conflict(self: Wiki, slug: str, basehash: str, *, with_body: bool) -> Page:
-        try:
-            current = self._load(slug)
-        except NotFound:
-            raise Conflict(
-                f"page {slug!r} no longer exists; omit basehash to create it again, or pick another slug",
-                field="basehash",
-                hash="",
-            ) from None
-        if current.hash != basehash:
-            data: dict[str, Any] = {"hash": current.hash}
-            if with_body:
-                data["body"] = current.body
-            raise Conflict(
-                "is stale: the page changed since you read it. Re-read it (or merge with the body here) "
-                "and retry with the current hash",
-                field="basehash",
-                **data,
-            )
-        return current
-
-    def _page_conflict(self: Wiki, slug: str, exc: Exception, *, with_body: bool) -> Conflict:
-        """A storage-level race lost after our own check passed: report the page's state now."""
-        try:
-            self._current_or_conflict(slug, "", with_body=with_body)
-        except Conflict as conflict:
-            return conflict
-        raise AssertionError("unreachable: an empty basehash never matches") from exc
-
-    def iter_pages(self: Wiki, namespace: str | None = None) -> Iterator[str]:
+    def iter_pages(self, namespace: str | None = None) -> Iterator[str]:
         """Slugs of the visible pages the principal may read, sorted."""
         for path in self.storage.list(namespace or ""):
             slug = slug_from_path(path)
             if slug and self.principal.can_access(namespace_of(slug)):
                 yield slug
 
-    def list_pages(self: Wiki, namespace: str | None = None, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    def list_pages(self, namespace: str | None = None, offset: int = 0, limit: int = 100) -> PageList:
         self.principal.require("read")
         if namespace is not None:
             check_namespace(namespace, "namespace")
             self.principal.require_namespace(namespace, "namespace")
         slugs = list(self.iter_pages(namespace))
         chosen = slugs[offset : offset + limit]
-        pages = []
+        pages: list[PageEntry] = []
         for slug in chosen:
             page = Page.from_bytes(slug, self.storage.read(page_path(slug)))
             pages.append({"slug": slug, "title": page.title, "tags": list(page.tags)})

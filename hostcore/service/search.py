@@ -2,26 +2,61 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+from typing_extensions import TypedDict
 
 from hostcore.domain.pages import check_namespace
 from hostcore.errors import NotFound, Unavailable, ValidationError
-
-if TYPE_CHECKING:
-    from hostcore.service.wiki import Wiki
+from hostcore.service.base import WikiBase
 
 MAX_SEARCH_OFFSET = 1000
 MAX_SEARCH_LIMIT = 50
 
 
-class SearchMixin:
+class Hit(TypedDict):
+    slug: str
+    title: str
+    tags: list[str]
+    snippet: str
+    score: float
+
+
+class Result(TypedDict):
+    id: str
+    title: str
+    url: str
+
+
+class SearchResult(TypedDict):
+    hits: list[Hit]
+    results: list[Result]
+    more: bool
+    next_offset: int | None
+
+
+class FetchMetadata(TypedDict):
+    slug: str
+    namespace: str
+    tags: list[str]
+    hash: str
+
+
+class Fetched(TypedDict):
+    id: str
+    title: str
+    text: str
+    url: str
+    metadata: FetchMetadata
+
+
+class SearchMixin(WikiBase):
     """search and fetch; mixed into :class:`~hostcore.service.wiki.Wiki`."""
 
-    def page_url(self: Wiki, slug: str) -> str:
+    def page_url(self, slug: str) -> str:
         return f"{self.host.config['PUBLIC_URL'].rstrip('/')}/{quote(slug)}"
 
-    def search(self: Wiki, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
         self.principal.require("read")
         if self.host.search is None:
             raise Unavailable("search is not enabled on this wiki (SEARCH is empty); use list_pages")
@@ -37,19 +72,19 @@ class SearchMixin:
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
         found = self.host.search.search(query, namespaces=scope, offset=offset, limit=limit)
-        hits = [
+        hits: list[Hit] = [
             {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)}
             for h in found.hits
         ]
         return {
             "hits": hits,
-            "results": [{"id": h["slug"], "title": h["title"], "url": self.page_url(h["slug"])} for h in hits],
+            "results": [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in hits],
             "more": found.more,
             # Past the deepest offset a caller may ask for, the way on is a narrower query, not paging.
             "next_offset": offset + len(hits) if found.more and offset + len(hits) <= MAX_SEARCH_OFFSET else None,
         }
 
-    def fetch(self: Wiki, id: str) -> dict[str, Any]:
+    def fetch(self, id: str) -> Fetched:
         self._access("read", id, "id")
         try:
             page = self._load(id)

@@ -102,12 +102,14 @@ class StorageConformance:
 
     def test_move_as_batch(self, storage: Storage) -> None:
         h = storage.apply([Put("notes/a.md", b"a", expect=None)], CHANGE)["notes/a.md"]
+        assert h is not None
         result = storage.apply([Put("other/a.md", b"a", expect=None), Delete("notes/a.md", expect=h)], CHANGE)
         assert result == {"other/a.md": h, "notes/a.md": None}
         assert storage.list() == ["other/a.md"]
 
     def test_delete(self, storage: Storage) -> None:
         h = storage.apply([Put("notes/a.md", b"a", expect=None)], CHANGE)["notes/a.md"]
+        assert h is not None
         with pytest.raises(Conflict):
             storage.apply([Delete("notes/a.md", expect=blob_hash(b"other"))], CHANGE)
         storage.apply([Delete("notes/a.md", expect=h)], CHANGE)

@@ -6,42 +6,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
-from typing_extensions import TypedDict
 
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.tool import Tool, tool
+from hostcore.service.history import Commits, PageHistory, Restored
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import Slug
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
-
-
-class Commit(TypedDict):
-    id: str
-    author: str
-    time: str
-    message: str
-    files: list[str]
-    file_count: int
-
-
-class Commits(TypedDict):
-    commits: list[Commit]
-
-
-class PageHistory(TypedDict):
-    slug: str
-    commits: list[Commit]
-    more: bool
-    next_offset: int | None
-
-
-class Restored(TypedDict):
-    slug: str
-    hash: str
-    restored_from: str
-    changed: bool
 
 
 @tool(read_only=True, scope="read", title="Recent changes")
@@ -55,7 +28,7 @@ def recent_changes(
     Arguments: limit (1-200, default 20). A commit that touches any file outside your namespace access
     is left out whole.
     """
-    return wiki.recent_changes(limit)  # type: ignore[return-value]
+    return wiki.recent_changes(limit)
 
 
 @tool(read_only=True, scope="read", title="Page history")
@@ -72,7 +45,7 @@ def page_history(
     next_offset as offset. Read an old version with read_page and revision set to a commit id;
     bring one back with restore_page.
     """
-    return wiki.page_history(slug, offset, limit)  # type: ignore[return-value]
+    return wiki.page_history(slug, offset, limit)
 
 
 @tool(scope="write", destructive=True, title="Restore a page")
@@ -94,7 +67,7 @@ def restore_page(
     deleted). Nothing in history is rewritten: the restore is a new change on top. A stale basehash
     fails with a conflict carrying the current hash.
     """
-    return wiki.restore_page(slug, revision, basehash)  # type: ignore[return-value]
+    return wiki.restore_page(slug, revision, basehash)
 
 
 @hookimpl

@@ -6,68 +6,15 @@ from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import Field
-from typing_extensions import TypedDict
 
 from hostcore.domain.pages import MAX_TITLE
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.tool import Tool, tool
+from hostcore.service.links import Backlinks, Health, Moved, Renamed
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import Slug
 
 BaseHash = Annotated[str, Field(description="hash from read_page; the page changes only if it is still that revision")]
-
-
-class Moved(TypedDict):
-    slug: str
-    old_slug: str
-    hash: str
-
-
-class FailedLink(TypedDict):
-    slug: str
-    reason: str
-
-
-class Renamed(TypedDict):
-    slug: str
-    old_slug: str
-    title: str
-    hash: str
-    rewritten: list[str]
-    failed_links: list[FailedLink]
-
-
-class LinkingPage(TypedDict):
-    slug: str
-    title: str
-
-
-class Backlinks(TypedDict):
-    slug: str
-    backlinks: list[LinkingPage]
-
-
-class Dangling(TypedDict):
-    to: str
-
-
-class StalePage(TypedDict):
-    slug: str
-    changed: str
-
-
-class Counts(TypedDict):
-    missing: int
-    orphans: int
-    stale: int
-
-
-class Health(TypedDict, total=False):
-    missing: list[dict[str, str]]
-    orphans: list[str]
-    stale: list[StalePage]
-    counts: Counts
-    storage: dict[str, object]
 
 
 @tool(scope="write", destructive=True, title="Move a page")
@@ -85,7 +32,7 @@ def move_page(
     Wiki-links to the page are NOT rewritten (use rename_page for that, or check backlinks first). A
     stale basehash fails with a conflict carrying the current hash: re-read and retry.
     """
-    return wiki.move_page(slug, new_slug, basehash)  # type: ignore[return-value]
+    return wiki.move_page(slug, new_slug, basehash)
 
 
 @tool(scope="write", destructive=True, title="Rename a page")
@@ -104,7 +51,7 @@ def rename_page(
     in rewritten; failed_links lists pages that could not be updated, with the reason. A stale
     basehash fails with a conflict carrying the current hash.
     """
-    return wiki.rename_page(slug, title, basehash)  # type: ignore[return-value]
+    return wiki.rename_page(slug, title, basehash)
 
 
 @tool(read_only=True, scope="read", title="Pages linking here")
@@ -114,7 +61,7 @@ def backlinks(slug: Slug, *, wiki: Wiki) -> Backlinks:
     Arguments: slug (the page linked to; it need not exist). Returns slug and backlinks, each with
     slug and title.
     """
-    return wiki.backlinks(slug)  # type: ignore[return-value]
+    return wiki.backlinks(slug)
 
 
 @tool(read_only=True, scope="read", title="Wiki health")
@@ -130,7 +77,7 @@ def health(
     for callers with access to every namespace, storage facts such as the state of the push to a
     backup remote.
     """
-    return wiki.health(namespace)  # type: ignore[return-value]
+    return wiki.health(namespace)
 
 
 @hookimpl

@@ -9,60 +9,20 @@ from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import Field
-from typing_extensions import TypedDict
 
 from hostcore.domain.namespaces import PALETTES, SKINS, WIDGETS
 from hostcore.domain.pages import MAX_TITLE
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.tool import Tool, tool
+from hostcore.service.namespaces import (
+    ExportSettings,
+    NamespaceList,
+    NamespaceSaved,
+    NamespaceSettings,
+    NewTemplate,
+)
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import NamespaceName
-
-
-class NamespaceEntry(TypedDict):
-    name: str
-    title: str
-    description: str
-    pages: int
-    public: bool
-
-
-class NamespaceList(TypedDict):
-    namespaces: list[NamespaceEntry]
-
-
-class NewTemplate(TypedDict, total=False):
-    template: str
-    slug: str
-
-
-class ExportSettings(TypedDict, total=False):
-    base_url: str
-    sitemap: bool
-    robots_allow: bool
-    links: str
-
-
-class NamespaceSettings(TypedDict, total=False):
-    name: str
-    hash: str
-    title: str
-    description: str
-    public: bool
-    image: str
-    skin: str
-    palette: str
-    index: str
-    widgets: list[str]
-    tree: list[str]
-    new: NewTemplate
-    export: ExportSettings
-
-
-class NamespaceSaved(TypedDict):
-    name: str
-    hash: str
-    created: bool
 
 
 @tool(read_only=True, scope="read", title="List namespaces")
@@ -71,7 +31,7 @@ def list_namespaces(*, wiki: Wiki) -> NamespaceList:
 
     Takes no arguments. Use read_namespace (admin) for full settings.
     """
-    return wiki.list_namespaces()  # type: ignore[return-value]
+    return wiki.list_namespaces()
 
 
 @tool(read_only=True, scope="admin", title="Read namespace settings")
@@ -80,7 +40,7 @@ def read_namespace(name: NamespaceName, *, wiki: Wiki) -> NamespaceSettings:
 
     Arguments: name (the namespace name, e.g. notes). Pass the returned hash as basehash to save_namespace.
     """
-    return wiki.read_namespace(name)  # type: ignore[return-value]
+    return wiki.read_namespace(name)
 
 
 @tool(scope="admin", destructive=True, title="Create or update namespace settings")
@@ -132,7 +92,7 @@ def save_namespace(
         "widgets": widgets, "tree": tree, "new": dict(new) if new is not None else None,
         "export": dict(export) if export is not None else None,
     }  # fmt: skip
-    return wiki.save_namespace(name, basehash, **fields)  # type: ignore[return-value]
+    return wiki.save_namespace(name, basehash, **fields)
 
 
 @hookimpl

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from hostcore import (
+    SCOPES,
     NotFound,
     Principal,
     Unauthorized,
@@ -28,7 +29,6 @@ from hostcore import (
 )
 
 PREFIX = "hc_"
-SCOPES = ("read", "write", "admin")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
     id INTEGER PRIMARY KEY,

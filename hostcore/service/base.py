@@ -1,0 +1,87 @@
+"""What every family of service operations shares: the host, the principal and the helpers.
+
+Each mixin (pages, namespaces, links, history, search) subclasses :class:`WikiBase`, so what it
+calls on ``self`` is typed; :class:`hostcore.service.wiki.Wiki` puts them together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from hostcore.domain.pages import Page, check_slug, namespace_of, namespace_path, page_path
+from hostcore.domain.principal import Principal
+from hostcore.errors import Conflict, NotFound, ValidationError
+from hostcore.seams.storage import Change
+
+if TYPE_CHECKING:
+    from hostcore.host.host import Host
+
+
+class WikiBase:
+    """The wiki as one principal may see it, without any operations yet."""
+
+    def __init__(self, host: Host, principal: Principal) -> None:
+        self.host = host
+        self.storage = host.storage
+        self.principal = principal
+
+    def _change(self, tool: str, subject: str) -> Change:
+        client = f" via {self.principal.client}" if self.principal.client else ""
+        return Change(author=self.principal.name, message=f"{tool}: {subject}{client}")
+
+    def _access(self, scope: str, slug: str, field: str = "slug") -> str:
+        self.principal.require(scope)
+        check_slug(slug, field)
+        self.principal.require_namespace(namespace_of(slug), field)
+        return slug
+
+    def _load(self, slug: str) -> Page:
+        try:
+            data, digest = self.storage.read_with_hash(page_path(slug))
+        except NotFound:
+            raise NotFound(f"no page {slug!r}; list_pages or search shows the pages that exist", field="slug") from None
+        return replace(Page.from_bytes(slug, data), hash=digest)
+
+    def _require_namespace_exists(self, name: str, field: str = "slug") -> None:
+        if not self.storage.exists(namespace_path(name)):
+            raise ValidationError(
+                f"namespace {name!r} does not exist; pick one from list_namespaces or create it with save_namespace",
+                field=field,
+            )
+
+    def page(self, slug: str) -> Page:
+        """The whole page (for plugins). Needs read scope and access to its namespace."""
+        return self._load(self._access("read", slug))
+
+    def _current_or_conflict(self, slug: str, basehash: str, *, with_body: bool) -> Page:
+        try:
+            current = self._load(slug)
+        except NotFound:
+            raise Conflict(
+                f"page {slug!r} no longer exists; omit basehash to create it again, or pick another slug",
+                field="basehash",
+                hash="",
+            ) from None
+        if current.hash != basehash:
+            data: dict[str, Any] = {"hash": current.hash}
+            if with_body:
+                data["body"] = current.body
+            raise Conflict(
+                "is stale: the page changed since you read it. Re-read it (or merge with the body here) "
+                "and retry with the current hash",
+                field="basehash",
+                **data,
+            )
+        return current
+
+    def _page_conflict(self, slug: str, exc: Exception, *, with_body: bool) -> Conflict:
+        """A storage-level race lost after our own check passed: report the page's state now."""
+        try:
+            self._current_or_conflict(slug, "", with_body=with_body)
+        except Conflict as conflict:
+            return conflict
+        raise AssertionError("unreachable: an empty basehash never matches") from exc
+
+    def _namespace_names(self) -> list[str]:
+        return [name for name in self.storage.folders() if self.storage.exists(namespace_path(name))]
