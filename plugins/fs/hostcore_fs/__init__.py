@@ -9,6 +9,7 @@ never a half-written one. There is no history: use the git storage for that.
 
 from __future__ import annotations
 
+import builtins
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -64,7 +65,7 @@ class FileStorage(Storage):
                     found.append(name if rel == "." else f"{rel}/{name}")
         return sorted(found)
 
-    def folders(self, prefix: str = "") -> list[str]:
+    def folders(self, prefix: str = "") -> builtins.list[str]:
         base = self._file(prefix) if prefix else self.root
         if not base.is_dir():
             return []

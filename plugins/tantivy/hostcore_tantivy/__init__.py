@@ -226,7 +226,7 @@ class TantivySearch(SearchBackend):
                 return self._any_field(lambda f: Query.phrase_prefix_query(schema, f, [node.text]))
             return self._any_field(lambda f: Query.term_query(schema, f, node.text))
         if isinstance(node, Phrase):
-            words = list(node.words)
+            words: list[str | tuple[int, str]] = list(node.words)
             if node.prefix:
                 return self._any_field(lambda f: Query.phrase_prefix_query(schema, f, words))
             return self._any_field(lambda f: Query.phrase_query(schema, f, words))
@@ -258,10 +258,10 @@ class TantivySearch(SearchBackend):
         if not searcher.num_docs:
             return {}
         found = searcher.search(Query.all_query(), limit=searcher.num_docs, count=False).hits
-        out = {}
+        out: dict[str, str] = {}
         for _score, address in found:
             doc = searcher.doc(address)
-            out[doc.get_first("slug")] = doc.get_first("hash")
+            out[str(doc.get_first("slug"))] = str(doc.get_first("hash"))
         return out
 
     def close(self) -> None:
@@ -297,7 +297,7 @@ class _Marker:
         title = doc.get_first("title") or ""
         body = doc.get_first("body") or ""
         return SearchHit(
-            slug=doc.get_first("slug"),
+            slug=str(doc.get_first("slug")),
             title=title,
             tags=tuple(doc.get_all("tags")),
             snippet=self.snippet(doc, title, body),
