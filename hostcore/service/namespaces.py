@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hostcore.domain import namespaces as ns_settings
-from hostcore.domain.pages import check_namespace, namespace_path
-from hostcore.errors import Conflict, NotFound
+from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path
+from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Put
 
 if TYPE_CHECKING:
@@ -48,6 +48,18 @@ class NamespacesMixin:
             raise NotFound(f"no namespace {name!r}; list_namespaces shows those that exist", field="name") from None
         return {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data))}
 
+    def _check_new_namespace(self: Wiki, name: str) -> None:
+        """Refuse a new namespace name a clone elsewhere could not hold: a device name or trailing
+        dot, or a name that differs only by case (or Unicode normalisation) from a top-level
+        folder that exists. Lists only the top folder, never the pages."""
+        check_portable(name, "name")
+        for existing in self.storage.folders():
+            if existing != name and fold(existing) == fold(name):
+                raise ValidationError(
+                    f"{name} differs only by case from the existing namespace {existing}; use that namespace or pick another name",
+                    field="name",
+                )
+
     def save_namespace(self: Wiki, name: str, basehash: str | None = None, **fields: Any) -> dict[str, Any]:
         self.principal.require("admin")
         check_namespace(name)
@@ -56,6 +68,7 @@ class NamespacesMixin:
         ns_settings.validate(given)
         path = namespace_path(name)
         if basehash is None:
+            self._check_new_namespace(name)
             current: dict[str, Any] = {}
         else:
             try:

@@ -11,6 +11,7 @@ from hostcore.domain.pages import (
     Page,
     check_body,
     check_namespace,
+    check_portable,
     check_tags,
     check_title,
     namespace_of,
@@ -63,6 +64,7 @@ class PagesMixin:
             if body is None:
                 raise ValidationError("is required to create a page; send the complete Markdown body", field="body")
             self._require_namespace_exists(namespace_of(slug))
+            self._check_new_slug(slug)
             previous = None
             new = Page(slug=slug, title=slug if title is None else title, body=body, tags=tuple(tags or ()), pin=bool(pin))
         else:
@@ -150,6 +152,22 @@ class PagesMixin:
             raise self._page_conflict(slug, exc, with_body=False) from None
         self.host.notify("page_deleted", page=previous, change=change)
         return {"slug": slug, "deleted": True, "hash": previous.hash}
+
+    def _check_new_slug(self: Wiki, slug: str, field: str = "slug", moving: str = "") -> None:
+        """Refuse a slug for a new page that a clone of the wiki elsewhere could not hold: a device
+        name or trailing dot (see check_portable), or a page or folder name that differs only by
+        case from one that exists, which a case-insensitive file system (Windows, macOS) would
+        merge. ``moving``: the page being moved there, which does not count.
+        """
+        check_portable(slug, field)
+        clash = self.host.links.case_variant(slug, ignore=moving)
+        if clash is not None:
+            given, existing = clash
+            what = "page" if given == slug else "folder"
+            raise ValidationError(
+                f"{given} differs only by case from the existing {existing}; use that {what} or pick another name",
+                field=field,
+            )
 
     def _current_or_conflict(self: Wiki, slug: str, basehash: str, *, with_body: bool) -> Page:
         try:
