@@ -36,9 +36,9 @@ def test_schema_annotations_and_injection():
     ("arguments", "message"),
     [
         ({}, "slug: is required"),
-        ({"slug": "n/p", "limit": 11}, "limit: Input should be less than or equal to 10"),
+        ({"slug": "n/p", "limit": 11}, "limit: must be at most 10, got the integer 11"),
         ({"slug": "n/p", "extra": 1}, "extra: is not an argument of word_count"),
-        ({"slug": 3}, "slug: Input should be a valid string"),
+        ({"slug": 3}, "slug: expected a string, got the integer 3"),
     ],
 )
 def test_argument_errors_name_the_field(arguments, message):
@@ -76,3 +76,132 @@ def test_smallest_plugin_runs_in_the_host(tmp_path):
     wiki.save_page("notes/a", body="one two three")
     t = host.tools["word_count"]
     assert t.fn(**t.bind(t.parse({"slug": "notes/a"}), wiki=wiki, host=host)) == {"words": 3}
+
+
+# --- strict argument types: every tool, every argument ------------------------------------------
+
+# JSON type -> (bad value, how the error names it); "5" for an integer was coerced before.
+BAD_VALUES = {
+    "integer": [("5", 'the string "5"'), (True, "the boolean true"), (1.5, "the number 1.5"), (None, "null")],
+    "boolean": [("true", 'the string "true"'), ("yes", 'the string "yes"'), (1, "the integer 1"), (0, "the integer 0")],
+    "string": [(5, "the integer 5"), (True, "the boolean true"), (["x"], "an array"), ({}, "an object")],
+    "array": [("x", 'the string "x"'), ({"a": 1}, "an object"), (1, "the integer 1")],
+    "object": [("x", 'the string "x"'), ([1], "an array")],
+}
+EXPECTED = {
+    "integer": "an integer",
+    "boolean": "a boolean (true or false)",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+}
+
+
+def _all_tools(tmp_path):
+    from hostcore import create_app, hookimpl
+
+    class WordCount:
+        @hookimpl
+        def register_tools(self, register, host):
+            register(word_count)
+
+    app = create_app(
+        {"PLUGINS": ["git", "tokens", "sqlite"], "STORAGE": "git"}, instance_path=tmp_path, plugins=[WordCount()]
+    )
+    return app.extensions["hostcore"]
+
+
+def _resolve(schema, defs):
+    if "$ref" in schema:
+        return defs[schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def _json_type(schema, defs):
+    """(the JSON type of an argument, whether null is allowed)."""
+    schema = _resolve(schema, defs)
+    options = [_resolve(s, defs) for s in schema.get("anyOf", [schema])]
+    kinds = [s.get("type", "string" if "enum" in s else None) for s in options]
+    return next(k for k in kinds if k != "null"), "null" in kinds
+
+
+def _valid(schema, defs):
+    """A value the argument accepts, built from its schema."""
+    schema = _resolve(schema, defs)
+    schema = _resolve(next((s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"), schema), defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "integer":
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return [_valid(schema["items"], defs)] if schema.get("minItems") else []
+    if kind == "object":
+        return {k: _valid(v, defs) for k, v in schema.get("properties", {}).items() if k in schema.get("required", [])}
+    return "x" * max(1, schema.get("minLength", 1))
+
+
+def _bad_argument_cases(host):
+    for name, t in sorted(host.tools.items()):
+        schema = t.input_schema
+        defs = schema.get("$defs", {})
+        base = {k: _valid(v, defs) for k, v in schema["properties"].items() if k in schema.get("required", [])}
+        for arg, prop in schema["properties"].items():
+            kind, nullable = _json_type(prop, defs)
+            for value, shown in BAD_VALUES[kind]:
+                if value is None and nullable:
+                    continue
+                yield name, {**base, arg: value}, (arg, EXPECTED[kind], shown)
+
+
+def test_every_argument_of_every_tool_is_strictly_typed(tmp_path):
+    host = _all_tools(tmp_path)
+    try:
+        cases = list(_bad_argument_cases(host))
+        covered = {(name, arg) for name, _args, (arg, _kind, _shown) in cases}
+        for name, t in host.tools.items():  # every argument of every tool is in the table
+            assert covered >= {(name, arg) for arg in t.input_schema["properties"]}, name
+        assert ("word_count", "limit") in covered  # a plugin's tool is held to the same rule
+        for name, arguments, (arg, kind, shown) in cases:
+            with pytest.raises(ValidationError) as err:
+                host.tools[name].parse(arguments)
+            assert err.value.field == arg, (name, arguments)
+            message = str(err.value)
+            assert message.endswith(f", got {shown}"), (name, arguments, message)
+            # an argument with allowed values lists them instead of naming the type
+            assert message.startswith((f"{arg}: expected {kind}, ", f"{arg}: expected one of ")), (name, message)
+    finally:
+        host.close()
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "message"),
+    [
+        ("read_page", {"slug": "n/p", "offset": 10**400}, "offset: must be at most 9007199254740991, got an integer"),
+        ("list_pages", {"offset": -(10**30)}, "offset: must be at least 0, got an integer"),
+        ("word_count", {"slug": "n/p", "limit": 2**70}, "limit: must be at most 10, got an integer"),
+        ("edit_page", {"slug": "n/p", "basehash": "h", "edits": [{"oldText": 1, "newText": ""}]},
+         "edits[0].oldText: expected a string, got the integer 1"),
+    ],
+)  # fmt: skip
+def test_huge_and_nested_values_are_refused_at_parsing(tmp_path, tool_name, arguments, message):
+    host = _all_tools(tmp_path)
+    try:
+        with pytest.raises(ValidationError) as err:
+            host.tools[tool_name].parse(arguments)
+        assert str(err.value) == message
+    finally:
+        host.close()
+
+
+def test_int_bounds_reach_the_schema_only_where_none_were_declared():
+    assert word_count.input_schema["properties"]["limit"]["maximum"] == 10
+
+    @tool
+    def paged(offset: Annotated[int, Field(ge=0)] = 0, *, wiki) -> Out:
+        """Doc."""
+
+    assert paged.input_schema["properties"]["offset"] == {"default": 0, "minimum": 0, "maximum": 2**53 - 1, "type": "integer"}
+    assert paged.parse({"offset": 2**53 - 1}) == {"offset": 2**53 - 1}

@@ -32,6 +32,9 @@ NAMESPACE_FILE = ".namespace.yaml"
 
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Device names Windows reserves in every folder, whatever the extension or case ("nul.md",
+# "Aux.txt"): a clone of the wiki on Windows cannot check out a file or folder so named.
+WINDOWS_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))})
 
 
 def check_segment(value: str, field_name: str, what: str) -> str:
@@ -45,6 +48,34 @@ def check_segment(value: str, field_name: str, what: str) -> str:
             field=field_name,
         )
     return value
+
+
+def check_portable(name: str, field_name: str = "slug") -> str:
+    """Refuse a new slug or namespace name that some clone of the wiki could not hold.
+
+    Every segment is checked: no name Windows reserves (CON, PRN, AUX, NUL, COM0-9, LPT0-9, with
+    any extension and in any case) and no trailing dot or space (Windows drops them, so ``x.``
+    would become ``x``). For names being created; pages already stored under such names (pushed
+    from outside) stay readable. Returns ``name`` or raises ValidationError.
+    """
+    for part in name.split("/"):
+        device = part.split(".", 1)[0].upper()
+        if device in WINDOWS_RESERVED:
+            raise ValidationError(
+                f"{part!r} is a device name on Windows ({device}, with any extension), so a clone there "
+                "could not hold it; pick another name",
+                field=field_name,
+            )
+        if part.endswith((".", " ")):
+            raise ValidationError(
+                f"{part!r} ends with {part[-1]!r}, which Windows drops from names; remove it", field=field_name
+            )
+    return name
+
+
+def fold(name: str) -> str:
+    """``name`` as a case-insensitive, normalising file system compares it (NFC, then casefold)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
 
 
 def check_namespace(name: Any, field_name: str = "name") -> str:

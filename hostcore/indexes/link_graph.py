@@ -55,6 +55,28 @@ CREATE INDEX IF NOT EXISTS links_dangling ON links(resolved, source_namespace, s
 """
 
 
+def _folders_of(slug: str) -> list[str]:
+    """The folders a page sits in, below its namespace: notes/a/b/c -> notes/a, notes/a/b."""
+    parts = slug.split("/")
+    return ["/".join(parts[:depth]) for depth in range(2, len(parts))]
+
+
+def _add_case_lookups(db: sqlite3.Connection) -> None:
+    """What case_variant looks up: pages by slug ignoring case, and each folder's name (one row
+    per name ignoring case). Added to a graph built before them without a rebuild."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE INDEX IF NOT EXISTS pages_nocase ON pages(slug COLLATE NOCASE)")
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'folders'").fetchone() is None:
+            db.execute("CREATE TABLE folders (path TEXT PRIMARY KEY COLLATE NOCASE) WITHOUT ROWID")
+            slugs = [r[0] for r in db.execute("SELECT slug FROM pages")]
+            db.executemany("INSERT OR REPLACE INTO folders (path) VALUES (?)", [(f,) for s in slugs for f in _folders_of(s)])
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
 def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]]:
     if namespaces is None:
         return "1", []
@@ -71,9 +93,10 @@ class LinkGraph:
         db = self._db()
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             # Derived data: an older layout is dropped and rebuilt by the start-up catch-up.
-            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links;")
+            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS folders;")
             db.executescript(_SCHEMA)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        _add_case_lookups(db)
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -106,6 +129,7 @@ class LinkGraph:
                     (page.slug, page.namespace, page.title, page.hash, (times or {}).get(page.slug, now), page.slug),
                 )
                 db.execute("UPDATE links SET resolved = 1 WHERE target = ?", (page.slug,))
+                db.executemany("INSERT OR REPLACE INTO folders (path) VALUES (?)", [(f,) for f in _folders_of(page.slug)])
                 for target in wiki_links(page.body, page.slug):
                     if target == page.slug:
                         continue
@@ -181,6 +205,28 @@ class LinkGraph:
         total = self._db().execute(f"SELECT count(*) {sql}", [*args, before]).fetchone()[0]
         rows = self._db().execute(f"SELECT slug, changed {sql} ORDER BY changed LIMIT ?", [*args, before, limit])
         return [StaleRow(slug=s, changed=c) for s, c in rows], total
+
+    def case_variant(self, slug: str, ignore: str = "") -> tuple[str, str] | None:
+        """A folder (below the namespace) or page whose name differs from ``slug``'s only by case:
+        (that part of ``slug``, the existing name), or None.
+
+        ``ignore``: a page to leave out (the one being moved). Slugs are ASCII, so SQLite's NOCASE
+        is the whole comparison: a few indexed look-ups, however big the folder.
+        """
+        db = self._db()
+        for folder in _folders_of(slug):
+            row = db.execute("SELECT path FROM folders WHERE path = ?", (folder,)).fetchone()  # a NOCASE column
+            if row is None or row[0] == folder:
+                continue
+            # The table keeps folders that have since emptied: one counts only while it holds a
+            # page, i.e. a slug in [folder + "/", folder + "0") ('0' is the character after '/').
+            held = "SELECT 1 FROM pages WHERE slug >= ? AND slug < ? AND slug != ? LIMIT 1"
+            if db.execute(held, (row[0] + "/", row[0] + "0", ignore)).fetchone():
+                return folder, row[0]
+        row = db.execute(
+            "SELECT slug FROM pages WHERE slug = ? COLLATE NOCASE AND slug != ? AND slug != ? LIMIT 1", (slug, slug, ignore)
+        ).fetchone()
+        return (slug, row[0]) if row is not None else None
 
     def slugs_linking_to(self, slug: str) -> list[str]:
         return [r[0] for r in self._db().execute("SELECT source FROM links WHERE target = ? ORDER BY source", (slug,))]

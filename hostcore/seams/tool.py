@@ -10,13 +10,16 @@ adapter injects them (``wiki`` is the service layer bound to the caller). A tool
 from __future__ import annotations
 
 import inspect
+import json
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import mcp_types
 import pydantic
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from hostcore.domain.principal import check_scope
 from hostcore.errors import ValidationError
@@ -32,6 +35,28 @@ class Injected:
     def bind(self, arguments: dict[str, Any], **available: Any) -> dict[str, Any]:
         """Arguments plus the injected values this function asks for."""
         return {**arguments, **{k: v for k, v in available.items() if k in self.inject}}
+# The integers JSON can carry exactly (and JavaScript clients can send): any int argument without
+# tighter bounds gets these, so a 400-digit offset is refused at parsing, never reaches the service.
+MAX_INT = 2**53 - 1
+_SAFE_INT = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
+# What each strict type error expected, in the words of JSON.
+_EXPECTED = {
+    "int_type": "an integer",
+    "bool_type": "a boolean (true or false)",
+    "string_type": "a string",
+    "float_type": "a number",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "typed_dict_type": "an object",
+    "none_required": "null",
+}
+_BOUNDS = {
+    "less_than_equal": ("le", "at most"),
+    "greater_than_equal": ("ge", "at least"),
+    "less_than": ("lt", "less than"),
+    "greater_than": ("gt", "greater than"),
+}
 
 
 @dataclass
@@ -57,7 +82,8 @@ class Tool(Injected):
         return _clean(self.input_model.model_json_schema())
 
     def parse(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
-        """Validate arguments against the signature. Raises ValidationError naming the field."""
+        """Validate arguments strictly against the signature: no coercion ("5" is not an integer,
+        1 is not a boolean). Raises ValidationError naming the field and the type expected."""
         try:
             model = self.input_model.model_validate(arguments or {})
         except pydantic.ValidationError as exc:
@@ -68,6 +94,13 @@ class Tool(Injected):
                 msg = "is required"
             elif err["type"] == "extra_forbidden":
                 msg = f"is not an argument of {self.name}; see its input schema"
+            elif err["type"] in _EXPECTED:
+                msg = f"expected {_EXPECTED[err['type']]}, got {_describe(err['input'])}"
+            elif err["type"] == "literal_error":
+                msg = f"expected one of {err['ctx']['expected']}, got {_describe(err['input'])}"
+            elif err["type"] in _BOUNDS:
+                key, words = _BOUNDS[err["type"]]
+                msg = f"must be {words} {err['ctx'][key]}, got {_describe(err['input'])}"
             raise ValidationError(msg, field=loc) from None
         return {name: getattr(model, name) for name in type(model).model_fields}
 
@@ -84,6 +117,41 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _describe(value: Any) -> str:
+    """A JSON value as an error message names it: ``the string "5"``, ``the boolean true``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, int):
+        return "an integer" if len(str(abs(value))) > 20 else f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        return f"the string {json.dumps(shown, ensure_ascii=False)}"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _bounded(hint: Any) -> Any:
+    """``hint`` with every plain ``int`` in it (in unions, lists, Annotated) limited to JSON's safe
+    range; bounds declared on the argument itself still apply and are the ones the schema shows."""
+    if hint is int:
+        return _SAFE_INT
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return Annotated[(_bounded(args[0]), *hint.__metadata__)]
+    if origin in (types.UnionType, typing.Union):
+        return typing.Union[tuple(_bounded(a) for a in args)]  # noqa: UP007 - built from a tuple
+    if origin in (list, set, frozenset, tuple, dict) and args:
+        return origin[tuple(_bounded(a) for a in args)]
+    return hint
+
+
 def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], frozenset[str]]:
     hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
@@ -97,9 +165,9 @@ def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], fr
         if param.name not in hints:
             raise TypeError(f"tool {name}: argument {param.name!r} needs a type annotation")
         default = ... if param.default is param.empty else param.default
-        fields[param.name] = (hints[param.name], default)
+        fields[param.name] = (_bounded(hints[param.name]), default)
     model = pydantic.create_model(
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid", strict=True), **fields
     )
     return model, frozenset(inject)
 

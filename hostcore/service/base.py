@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from hostcore.domain.pages import Page, check_slug, namespace_of, namespace_path, page_path
+from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
 from hostcore.domain.principal import Principal
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Change
@@ -85,3 +85,19 @@ class WikiBase:
 
     def _namespace_names(self) -> list[str]:
         return [name for name in self.storage.folders() if self.storage.exists(namespace_path(name))]
+
+    def _check_new_slug(self, slug: str, field: str = "slug", moving: str = "") -> None:
+        """Refuse a slug for a new page that a clone of the wiki elsewhere could not hold: a device
+        name or trailing dot (see check_portable), or a page or folder name that differs only by
+        case from one that exists, which a case-insensitive file system (Windows, macOS) would
+        merge. ``moving``: the page being moved there, which does not count.
+        """
+        check_portable(slug, field)
+        clash = self.host.links.case_variant(slug, ignore=moving)
+        if clash is not None:
+            given, existing = clash
+            what = "page" if given == slug else "folder"
+            raise ValidationError(
+                f"{given} differs only by case from the existing {existing}; use that {what} or pick another name",
+                field=field,
+            )

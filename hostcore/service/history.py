@@ -5,19 +5,26 @@ Needs a storage backend that keeps history (``Storage.has_history``; the git sto
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC
+from itertools import islice
 
 from typing_extensions import TypedDict
 
 from hostcore.domain.pages import Page, namespace_of, page_path, section, window
-from hostcore.errors import Conflict, NotFound
+from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Put, Revision, blob_hash
 from hostcore.service.base import WikiBase
 from hostcore.service.pages import PageWindow
 
 RECENT_SCAN_LIMIT = 5000  # commits examined at most to fill one recent_changes answer
 MAX_FILES = 100  # files listed per commit; file_count has the total
+# A revision is a commit id, whole or abbreviated, and nothing else: git's revision expressions
+# (":/message", "HEAD~1", "main@{0}") search the whole repository, so they would answer questions
+# about pages in namespaces the caller cannot read.
+_COMMIT_ID = re.compile(r"[0-9a-f]{7,40}")
 
 
 class Commit(TypedDict):
@@ -78,19 +85,22 @@ class HistoryMixin(WikiBase):
             kept += [revision_dict(r) for r in batch if self._visible(r)]
         return {"commits": kept[:limit]}
 
-    def page_history(self, slug: str, offset: int = 0, limit: int = 20) -> PageHistory:
-        self._access("read", slug)
-        # Like recent_changes: a commit that also touches namespaces outside access stays hidden,
-        # so offset counts only the commits the caller can see.
-        visible: list[Revision] = []
+    def _page_revisions(self, slug: str) -> Iterator[Revision]:
+        """The commits of the page's history the caller may see, newest first.
+
+        Like recent_changes: a commit that also touches namespaces outside access stays hidden.
+        """
         scanned = 0
-        while len(visible) <= offset + limit and scanned < RECENT_SCAN_LIMIT:
+        while scanned < RECENT_SCAN_LIMIT:
             batch = self.storage.history(page_path(slug), offset=scanned, limit=100)
             if not batch:
-                break
+                return
             scanned += len(batch)
-            visible += [r for r in batch if self._visible(r)]
-        revs = visible[offset:]
+            yield from (r for r in batch if self._visible(r))
+
+    def page_history(self, slug: str, offset: int = 0, limit: int = 20) -> PageHistory:
+        self._access("read", slug)
+        revs = list(islice(self._page_revisions(slug), offset, offset + limit + 1))
         more = len(revs) > limit
         return {
             "slug": slug,
@@ -98,6 +108,33 @@ class HistoryMixin(WikiBase):
             "more": more,
             "next_offset": offset + limit if more else None,
         }
+
+    def _resolve_revision(self, slug: str, revision: str) -> str:
+        """The full id of the commit ``revision`` names among those page_history lists for ``slug``.
+
+        Raises ValidationError for anything else: an expression, a commit of another page, an
+        id that matches no commit or several.
+        """
+        wanted = revision.lower()
+        if not _COMMIT_ID.fullmatch(wanted):
+            raise ValidationError(
+                "is not a commit id; pass the id of a commit from page_history (all 40 hex digits, or the first 7 or more)",
+                field="revision",
+            )
+        found: list[str] = []
+        for rev in self._page_revisions(slug):
+            if rev.id.startswith(wanted):
+                found.append(rev.id)
+                if len(wanted) == len(rev.id) or len(found) > 1:
+                    break
+        if not found:
+            raise ValidationError(
+                f"{revision} is not a commit in the history of {slug}; pass a commit id from page_history for this page",
+                field="revision",
+            )
+        if len(found) > 1:
+            raise ValidationError(f"{revision} matches several commits of {slug}; give more digits of the commit id", field="revision")
+        return found[0]
 
     def _read_revision(self, slug: str, revision: str) -> tuple[Page, bytes]:
         """The page as of ``revision`` and its exact stored bytes. Raises NotFound."""
@@ -109,6 +146,7 @@ class HistoryMixin(WikiBase):
 
     def read_page_at(self, slug: str, revision: str, section_name: str | None, offset: int, limit: int) -> PageWindow:
         self._access("read", slug)
+        revision = self._resolve_revision(slug, revision)
         page, _data = self._read_revision(slug, revision)
         text = section(page.body, section_name) if section_name else page.body
         result: PageWindow = {
@@ -138,6 +176,7 @@ class HistoryMixin(WikiBase):
         if revision is None:
             revision, (old, data) = self._last_version(slug)
         else:
+            revision = self._resolve_revision(slug, revision)
             old, data = self._read_revision(slug, revision)
         current_hash = self.storage.hash(page_path(slug))
         if current_hash is not None and basehash != current_hash:
@@ -149,6 +188,8 @@ class HistoryMixin(WikiBase):
         if current_hash is None and basehash is not None:
             raise Conflict("the page no longer exists; omit basehash to restore it", field="basehash", hash="")
         self._require_namespace_exists(namespace_of(slug))
+        if current_hash is None:
+            self._check_new_slug(slug)
         previous = self._load(slug) if current_hash is not None else None
         if old.hash == current_hash:
             return {"slug": slug, "hash": old.hash, "restored_from": revision, "changed": False}

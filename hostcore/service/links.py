@@ -11,6 +11,7 @@ from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import (
     Page,
     check_namespace,
+    check_slug,
     check_title,
     namespace_of,
     namespace_path,
@@ -46,6 +47,7 @@ class Renamed(TypedDict):
     hash: str
     rewritten: list[str]
     failed_links: list[FailedLink]
+    hidden_failed_links: int
 
 
 class Backlinks(TypedDict):
@@ -104,6 +106,7 @@ class LinksMixin(PagesMixin):
         self._require_namespace_exists(namespace_of(new_slug), field)
         if self.storage.exists(page_path(new_slug)):
             raise ValidationError(f"{new_slug!r} holds a page already; pick another slug or delete that page first", field=field)
+        self._check_new_slug(new_slug, field, moving=slug)
 
     def move_page(self, slug: str, new_slug: str, basehash: str) -> Moved:
         self._access("write", slug)
@@ -126,24 +129,36 @@ class LinksMixin(PagesMixin):
             segment = slugify(title)
             if not segment:
                 raise ValidationError("has no letters or digits to derive a slug from", field="title")
-            new_slug = f"{slug.rsplit('/', 1)[0]}/{segment}"
+            new_slug = check_slug(f"{slug.rsplit('/', 1)[0]}/{segment}", "title")
         if new_slug == slug:
             result = self.save_page(slug, basehash=basehash, title=title)
-            return {"slug": slug, "old_slug": slug, "title": title, "hash": result["hash"], "rewritten": [], "failed_links": []}
+            return {
+                "slug": slug, "old_slug": slug, "title": title, "hash": result["hash"],
+                "rewritten": [], "failed_links": [], "hidden_failed_links": 0,
+            }  # fmt: skip
         self._check_movable(slug, new_slug, "title")
         renamed = self._relocate(current, replace(current, slug=new_slug, title=title).stored(), basehash, "rename_page")
-        rewritten, failed = self._rewrite_links_to(slug, new_slug)
-        return {"slug": new_slug, "old_slug": slug, "title": title, "hash": renamed.hash, "rewritten": rewritten, "failed_links": failed}
+        rewritten, failed, hidden = self._rewrite_links_to(slug, new_slug)
+        return {
+            "slug": new_slug, "old_slug": slug, "title": title, "hash": renamed.hash,
+            "rewritten": rewritten, "failed_links": failed, "hidden_failed_links": hidden,
+        }  # fmt: skip
 
-    def _rewrite_links_to(self, old: str, new: str) -> tuple[list[str], list[FailedLink]]:
-        """Point every link to ``old`` at ``new``, one change per page; report what could not be."""
+    def _rewrite_links_to(self, old: str, new: str) -> tuple[list[str], list[FailedLink], int]:
+        """Point every link to ``old`` at ``new``, one change per page; report what could not be.
+
+        Returns the pages rewritten, those the caller may read that failed (with the reason), and
+        how many pages outside the caller's namespaces link there: counted, never named, since
+        their slugs are not the caller's to learn.
+        """
         rewritten: list[str] = []
         failed: list[FailedLink] = []
+        hidden = 0
         for source in self.host.links.slugs_linking_to(old):
             if source in (old, new):
                 continue
             if not self.principal.can_access(namespace_of(source)):
-                failed.append({"slug": source, "reason": "outside your namespaces"})
+                hidden += 1
                 continue
             try:
                 page = self._load(source)
@@ -158,7 +173,7 @@ class LinksMixin(PagesMixin):
                 continue
             self.host.notify("page_saved", page=new_page, previous=page, change=change)
             rewritten.append(source)
-        return rewritten, failed
+        return rewritten, failed, hidden
 
     def backlinks(self, slug: str) -> Backlinks:
         self._access("read", slug)

@@ -7,8 +7,8 @@ from typing import Any, cast
 from typing_extensions import TypedDict
 
 from hostcore.domain import namespaces as ns_settings
-from hostcore.domain.pages import check_namespace, namespace_path
-from hostcore.errors import Conflict, NotFound
+from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path
+from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Put
 from hostcore.service.base import WikiBase
 
@@ -92,6 +92,18 @@ class NamespacesMixin(WikiBase):
         # the settings were validated when saved and are completed with defaults: they have this shape
         return cast(NamespaceSettings, {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data))})
 
+    def _check_new_namespace(self, name: str) -> None:
+        """Refuse a new namespace name a clone elsewhere could not hold: a device name or trailing
+        dot, or a name that differs only by case (or Unicode normalisation) from a top-level
+        folder that exists. Lists only the top folder, never the pages."""
+        check_portable(name, "name")
+        for existing in self.storage.folders():
+            if existing != name and fold(existing) == fold(name):
+                raise ValidationError(
+                    f"{name} differs only by case from the existing namespace {existing}; use that namespace or pick another name",
+                    field="name",
+                )
+
     def save_namespace(self, name: str, basehash: str | None = None, **fields: Any) -> NamespaceSaved:
         self.principal.require("admin")
         check_namespace(name)
@@ -100,6 +112,7 @@ class NamespacesMixin(WikiBase):
         ns_settings.validate(given)
         path = namespace_path(name)
         if basehash is None:
+            self._check_new_namespace(name)
             current: dict[str, Any] = {}
         else:
             try:

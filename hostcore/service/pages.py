@@ -113,6 +113,7 @@ class PagesMixin(WikiBase):
             if body is None:
                 raise ValidationError("is required to create a page; send the complete Markdown body", field="body")
             self._require_namespace_exists(namespace_of(slug))
+            self._check_new_slug(slug)
             previous = None
             new = Page(slug=slug, title=slug if title is None else title, body=body, tags=tuple(tags or ()), pin=bool(pin))
         else:

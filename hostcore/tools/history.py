@@ -52,7 +52,11 @@ def page_history(
 def restore_page(
     slug: Slug,
     revision: Annotated[
-        str | None, Field(description="commit id from page_history; omit to bring back a deleted page's last version")
+        str | None,
+        Field(
+            description="commit id from page_history (40 hex digits, or the first 7 or more); omit to bring back "
+            "a deleted page's last version"
+        ),
     ] = None,
     basehash: Annotated[
         str | None, Field(description="the page's current hash, required when the page exists; omit for a deleted page")
@@ -62,10 +66,10 @@ def restore_page(
 ) -> Restored:
     """Bring back a deleted page, or an older revision of a page, as a new recorded change.
 
-    Arguments: slug; revision (a commit id from page_history; omit to restore a deleted page's last
-    version); basehash (required when the page exists: the hash from read_page; omit when it was
-    deleted). Nothing in history is rewritten: the restore is a new change on top. A stale basehash
-    fails with a conflict carrying the current hash.
+    Arguments: slug; revision (a commit id from this page's page_history, whole or its first 7 or more
+    digits; omit to restore a deleted page's last version); basehash (required when the page exists:
+    the hash from read_page; omit when it was deleted). Nothing in history is rewritten: the restore
+    is a new change on top. A stale basehash fails with a conflict carrying the current hash.
     """
     return wiki.restore_page(slug, revision, basehash)
 

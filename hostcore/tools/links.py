@@ -48,8 +48,10 @@ def rename_page(
     Arguments: slug (the page); title (the new title; the new slug is its lower-case ASCII words joined
     by '-', in the same folder); basehash (hash from read_page). A namespace index page keeps its slug.
     The rename is one recorded change; each page whose links are rewritten is its own change, listed
-    in rewritten; failed_links lists pages that could not be updated, with the reason. A stale
-    basehash fails with a conflict carrying the current hash.
+    in rewritten; failed_links lists pages you can read that could not be updated, with the reason;
+    hidden_failed_links counts pages outside your namespaces that link here and were left as they
+    are (not named; someone with access to them can fix their links). A stale basehash fails with a
+    conflict carrying the current hash.
     """
     return wiki.rename_page(slug, title, basehash)
 

@@ -40,7 +40,10 @@ def read_page(
     limit: CharLimit = 40_000,
     revision: Annotated[
         str | None,
-        Field(description="commit id from page_history to read an older version; omit for the current one"),
+        Field(
+            description="commit id from page_history (40 hex digits, or the first 7 or more) to read an older "
+            "version; omit for the current one"
+        ),
     ] = None,
     *,
     wiki: Wiki,
