@@ -23,11 +23,17 @@ def instance_folder(path: str | os.PathLike[str] | None = None) -> Path:
 
 
 def build_host(
-    instance: Path, config: Mapping[str, Any] | None = None, plugins: Iterable[Any] = (), *, start: bool = True
+    instance: Path,
+    config: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    *,
+    start: bool = True,
+    defaults: Mapping[str, Any] | None = None,
 ) -> Host:
-    """Config, plugin manager and Host for ``instance``, started unless ``start`` is False."""
+    """Config, plugin manager and Host for ``instance``, started unless ``start`` is False.
+    ``defaults`` replace built-in defaults; the instance file and the environment still win."""
     instance.mkdir(parents=True, exist_ok=True)
-    settings = load_config(instance, config)
+    settings = load_config(instance, config, defaults=defaults)
     log_to_gunicorn(settings["LOG_LEVEL"])
     host = Host(settings, instance, make_plugin_manager(settings["PLUGINS"], plugins), Wiki)
     if start:
@@ -53,14 +59,16 @@ def create_app(
     *,
     instance_path: str | os.PathLike[str] | None = None,
     plugins: Iterable[Any] = (),
+    defaults: Mapping[str, Any] | None = None,
 ) -> Flask:
     """Build the app from the instance folder's config, overridden by ``config`` (tests).
 
-    ``plugins`` are extra plugin objects registered beside those named in ``PLUGINS``.
+    ``plugins`` are extra plugin objects registered beside those named in ``PLUGINS``;
+    ``defaults`` replace built-in defaults (see :func:`build_host`).
     Raises ConfigError/StartupError naming what to fix.
     """
     instance = instance_folder(instance_path)
-    host = build_host(instance, config, plugins)
+    host = build_host(instance, config, plugins, defaults=defaults)
     app = Flask("hostcore", instance_path=str(instance))
     app.config["MAX_CONTENT_LENGTH"] = host.config["MAX_REQUEST_BYTES"]
     app.extensions["hostcore"] = host

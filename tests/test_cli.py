@@ -1,8 +1,11 @@
 import re
 
+import click
+import pytest
 from click.testing import CliRunner
 
-from hostcore.cli.commands import main
+from hostcore.cli.commands import main, public_url_of_bind, public_url_warning
+from hostcore.host.config import read_file
 
 
 def test_init_token_plugins_check(tmp_path):
@@ -28,6 +31,8 @@ def test_init_token_plugins_check(tmp_path):
     assert re.search(r"^tokens\thostcore-tokens 0\.1\.0\t.*authenticate", plugins.stdout, re.M)
     assert re.search(r"^hostcore\.tools\.pages\thostcore \(built in\)\tregister_tools$", plugins.stdout, re.M)
     assert runner.invoke(main, ["check", "--instance", inst]).exit_code == 0
+    # PUBLIC_URL is left to `hostcore serve`, which derives it from --bind until an operator sets it
+    assert "PUBLIC_URL" not in read_file(tmp_path / "inst")
 
 
 def test_check_names_every_problem(tmp_path):
@@ -41,3 +46,36 @@ def test_check_reports_unknown_plugin(tmp_path):
     (tmp_path / "hostcore.toml").write_text('PLUGINS = ["nope"]\n')
     result = CliRunner().invoke(main, ["check", "--instance", str(tmp_path)])
     assert result.exit_code == 1 and "no plugin named 'nope'" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("bind", "url"),
+    [
+        ("127.0.0.1:9000", "http://127.0.0.1:9000"),
+        ("wiki.lan:80", "http://wiki.lan:80"),
+        ("localhost", "http://localhost:8000"),  # gunicorn's port when none is given
+        ("0.0.0.0:8080", "http://127.0.0.1:8080"),
+        (":8080", "http://127.0.0.1:8080"),
+        ("[::]:8080", "http://[::1]:8080"),
+        ("[::1]:81", "http://[::1]:81"),
+        ("[::1]", "http://[::1]:8000"),
+        ("unix:/run/hostcore.sock", None),
+    ],
+)
+def test_public_url_of_bind(bind, url):
+    assert public_url_of_bind(bind) == url
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1:http", "127.0.0.1:0", "127.0.0.1:70000"])
+def test_bad_bind_names_the_option(bind):
+    with pytest.raises(click.BadParameter, match="expected HOST:PORT") as err:
+        public_url_of_bind(bind)
+    assert err.value.param_hint == "--bind"
+
+
+def testpublic_url_warnings():
+    assert public_url_warning("127.0.0.1:9000", "http://127.0.0.1:9000") is None
+    assert public_url_warning("127.0.0.1:9000", "https://wiki.example.org") is None  # behind a proxy
+    assert "remove it to follow --bind" in public_url_warning("127.0.0.1:9000", "http://127.0.0.1:8080")
+    assert "every interface" in public_url_warning("0.0.0.0:8080", "http://127.0.0.1:8080")
+    assert public_url_warning("0.0.0.0:8080", "http://192.168.1.5:8080") is None

@@ -127,3 +127,15 @@ def test_search_backend_registration_is_checked(tmp_path):
 
     app = create_app({"PLUGINS": ["fs"], "SEARCH": "grep"}, instance_path=tmp_path, plugins=[Once()])
     assert isinstance(app.extensions["hostcore"].search, Grep)
+
+
+def test_a_derived_default_yields_to_the_file_and_the_environment(tmp_path):
+    """``hostcore serve`` hands the PUBLIC_URL it derives from --bind in as a default: an operator's
+    value in hostcore.toml or HOSTCORE_PUBLIC_URL still wins."""
+    derived = {"PUBLIC_URL": "http://127.0.0.1:9123"}
+    assert load_config(tmp_path, environ={}, defaults=derived)["PUBLIC_URL"] == "http://127.0.0.1:9123"
+    assert load_config(tmp_path, environ={})["PUBLIC_URL"] == "http://127.0.0.1:8080"
+    env = {"HOSTCORE_PUBLIC_URL": "https://env.example.org"}
+    assert load_config(tmp_path, environ=env, defaults=derived)["PUBLIC_URL"] == "https://env.example.org"
+    (tmp_path / "hostcore.toml").write_text('PUBLIC_URL = "https://wiki.example.org"\n')
+    assert load_config(tmp_path, environ={}, defaults=derived)["PUBLIC_URL"] == "https://wiki.example.org"

@@ -80,7 +80,7 @@ def test_a_commit_outside_the_page_history_is_refused_like_one_that_does_not_exi
 
 
 def test_full_and_abbreviated_ids_of_the_page_history_work(team):
-    v2, v1 = (c["id"] for c in team.page_history("team/plan")["commits"])
+    _v2, v1 = (c["id"] for c in team.page_history("team/plan")["commits"])
     for given in (v1, v1[:7], v1[:12], v1.upper()):
         old = team.read_page_at("team/plan", given, None, 0, 100)
         assert old["body"] == "v1" and old["revision"] == v1

@@ -7,10 +7,12 @@ the instance's config names, so the instance is found before the command line is
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -30,7 +32,8 @@ CONFIG_TEMPLATE = """\
 PLUGINS = {plugins}
 STORAGE = "{storage}"
 SEARCH = "{search}"
-PUBLIC_URL = "http://127.0.0.1:8080"
+# The URL clients use; `hostcore serve` derives it from --bind until it is set here.
+# PUBLIC_URL = "https://wiki.example.org"
 # ALLOWED_HOSTS = ["wiki.example.org"]
 # ALLOWED_ORIGINS = ["https://wiki.example.org"]
 # Secrets: {{"$env" = "NAME"}} reads an environment variable, e.g.
@@ -165,6 +168,54 @@ def init(obj: CliContext) -> None:
             click.echo(line)
 
 
+WILDCARD_HOSTS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "[::]": "[::1]"}
+
+
+def _bind_address(bind: str) -> tuple[str, str] | None:
+    """(host, port) of gunicorn's ``--bind`` ``HOST[:PORT]`` (port 8000 when left out); None for a
+    unix socket or file descriptor."""
+    if bind.startswith(("unix:", "fd://")):
+        return None
+    host, sep, port = bind.rpartition(":")
+    if not sep or bind.endswith("]"):
+        host, port = bind, "8000"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{bind!r}: expected HOST:PORT, e.g. 127.0.0.1:8080", param_hint="--bind")
+    return host, port
+
+
+def public_url_of_bind(bind: str) -> str | None:
+    """The URL at which this machine reaches ``--bind``, a wildcard host read as loopback; None for
+    a unix socket or file descriptor, which only a proxy in front reaches, under a URL of its own."""
+    address = _bind_address(bind)
+    if address is None:
+        return None
+    host, port = address
+    return f"http://{WILDCARD_HOSTS.get(host, host)}:{port}"
+
+
+def _is_loopback(url: str) -> bool:
+    name = urlsplit(url).hostname or ""
+    try:
+        return name == "localhost" or ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def public_url_warning(bind: str, public_url: str) -> str | None:
+    """What to tell an operator whose clients would be sent to the wrong place, if anything."""
+    address = _bind_address(bind)
+    if address is None or not _is_loopback(public_url):
+        return None
+    if public_url != public_url_of_bind(bind):
+        return (f"PUBLIC_URL is {public_url} (hostcore.toml or HOSTCORE_PUBLIC_URL) but serving on {bind}: 401s, "
+                "OAuth metadata and search send clients there; remove it to follow --bind")  # fmt: skip
+    if address[0] in WILDCARD_HOSTS:
+        return (f"listening on every interface, but PUBLIC_URL is {public_url}: for clients on other machines "
+                "set PUBLIC_URL to the URL they use (and ALLOWED_HOSTS to any other name they use)")  # fmt: skip
+    return None
+
+
 @main.command()
 @instance_option
 @click.option("--bind", default="127.0.0.1:8080", show_default=True, help="HOST:PORT to listen on")
@@ -172,11 +223,16 @@ def init(obj: CliContext) -> None:
 @click.option("--threads", default=4, show_default=True, help="threads per worker")
 @click.pass_obj
 def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
-    """Serve the wiki with gunicorn."""
+    """Serve the wiki with gunicorn. PUBLIC_URL, unless set, is derived from --bind."""
     from gunicorn.app.base import BaseApplication
 
     instance = obj.instance
-    build_host(instance, start=False)  # fail fast, in the foreground, on a bad config
+    derived = public_url_of_bind(bind)
+    # The workers build their apps from this closure after the fork: the derived URL is a default,
+    # below the instance file and HOSTCORE_PUBLIC_URL.
+    defaults = {"PUBLIC_URL": derived} if derived else None
+    host = build_host(instance, start=False, defaults=defaults)  # fail fast, in the foreground, on a bad config
+    public_url = host.config["PUBLIC_URL"].rstrip("/")
 
     class Server(BaseApplication):
         def load_config(self) -> None:
@@ -189,10 +245,13 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            return create_app(instance_path=instance)
+            return create_app(instance_path=instance, defaults=defaults)
 
     os.environ["HOSTCORE_INSTANCE"] = str(instance)
-    click.echo(f"hostcore serving {instance} on http://{bind}/ (MCP endpoint: http://{bind}/_/mcp)", err=True)
+    click.echo(f"hostcore serving {instance} on {bind} (MCP endpoint: {public_url}/_/mcp)", err=True)
+    warning = public_url_warning(bind, public_url)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     Server().run()
 
 

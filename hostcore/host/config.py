@@ -106,13 +106,18 @@ def read_file(instance: Path) -> dict[str, Any]:
 
 
 def load_config(
-    instance: Path, overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    instance: Path,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Defaults, then the instance file, then the environment, then ``overrides`` (tests).
+    """Defaults (``DEFAULTS`` updated by ``defaults``, e.g. the PUBLIC_URL ``hostcore serve``
+    derives from its bind address), then the instance file, then the environment, then
+    ``overrides`` (tests).
 
     Raises ConfigError naming every problem found.
     """
-    config = _merge(DEFAULTS, read_file(instance))
+    config = _merge(_merge(DEFAULTS, defaults or {}), read_file(instance))
     config = _merge(config, env_overrides(os.environ if environ is None else environ))
     config = _merge(config, overrides or {})
     problems = problems_in(config)

@@ -119,12 +119,13 @@ def start_server(
     """Start ``hostcore serve`` in its own process group on a free loopback port; wait until it answers.
 
     Returns (process, base URL, port, log file). ``env`` adds environment variables (e.g. PYTHONPATH
-    for an unpackaged plugin). Stop it with :func:`stop_process_group`.
+    for an unpackaged plugin). The public URL is what serve derives from ``--bind``, as for an
+    operator who sets none. Stop it with :func:`stop_process_group`.
     """
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = log or instance.parent / f"serve-{port}.log"
-    env = hostcore_env({**(env or {}), "HOSTCORE_PUBLIC_URL": base})
+    env = hostcore_env(env)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],

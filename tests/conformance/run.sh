@@ -22,8 +22,8 @@
 # non-zero otherwise. Results (checks.json per scenario, full log) go to
 # $CONFORMANCE_RESULTS (default .tools/conformance-results/REV-TIMESTAMP).
 #
-# Tools: Node 22 and @modelcontextprotocol/conformance, pinned by package.json/package-lock.json
-# beside this script, are installed with `npm ci` into $CONFORMANCE_TOOLS (default
+# Tools: Node 22, @modelcontextprotocol/conformance and the TypeScript SDK (tests/e2e drive its
+# client), pinned by package.json/package-lock.json beside this script, are installed with `npm ci` into $CONFORMANCE_TOOLS (default
 # .tools/conformance at the repository root). Only the npm registry is needed; the system node
 # is used only to run npm.
 set -euo pipefail

@@ -205,12 +205,27 @@ async def mcp_session(srv: RunningServer | str, token: str | None, mode: str = "
             yield client
 
 
+def error_object(is_error: Any, structured: Any, texts: list[str]) -> dict[str, Any]:
+    """The error object of a tool error seen by any client, after checking its shape: ``isError``,
+    no ``structuredContent`` (the TypeScript client would check it against the tool's output
+    schema), the last text block the error as JSON; a conflict is that JSON alone, any other error
+    opens with its message, which starts with the field at fault."""
+    assert is_error, f"expected a tool error, got {structured or texts}"
+    assert structured is None, f"an error must not carry structuredContent: {structured}"
+    err = json.loads(texts[-1])
+    assert isinstance(err, dict) and err["code"] and err["message"], err
+    if err["code"] == "conflict":
+        assert len(texts) == 1 and isinstance(err["hash"], str), texts
+    else:
+        assert texts == [err["message"], texts[-1]], texts
+    if err.get("field"):
+        assert err["message"].startswith(f"{err['field']}: "), err
+    return err
+
+
 def tool_error(result: Any) -> dict[str, Any]:
-    """The ``error`` object of a tool error result (fails the test if the call succeeded)."""
-    assert result.is_error, f"expected a tool error, got {result.structured_content or result.content}"
-    sc = result.structured_content
-    assert isinstance(sc, dict) and isinstance(sc.get("error"), dict), sc
-    return sc["error"]
+    """The error object of an official Python client's tool error result (see ``error_object``)."""
+    return error_object(result.is_error, result.structured_content, [c.text for c in result.content])
 
 
 def ok(result: Any) -> dict[str, Any]:
@@ -221,7 +236,7 @@ def ok(result: Any) -> dict[str, Any]:
 
 
 def text_json(result: Any) -> dict[str, Any]:
-    """The JSON object carried by the first text block (conflict errors are one)."""
+    """The JSON object carried by the first text block (a conflict error is one, by the contract)."""
     return json.loads(result.content[0].text)
 
 

@@ -51,13 +51,12 @@ class Failed(Exception):
 async def call(c: Client, name: str, args: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(result, None) on success, (None, conflict error) on a conflict; raises Failed on any other error."""
     r = await c.call_tool(name, args)
-    sc = r.structured_content or {}
     if not r.is_error:
-        return sc, None
-    err = sc.get("error", {})
+        return r.structured_content, None
+    err = json.loads(r.content[-1].text)  # a tool error's last text block is its JSON object
     if err.get("code") == "conflict":
         return None, err
-    raise Failed(f"{name} {args.get('slug')}: {err or r.content}")
+    raise Failed(f"{name} {args.get('slug')}: {err}")
 
 
 # --- mix ----------------------------------------------------------------------------------------

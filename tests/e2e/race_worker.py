@@ -34,7 +34,7 @@ async def main(url: str, token: str, mode: str, slug: str, basehash: str, index:
             if line.strip() != "go":
                 return
             r = await c.call_tool("save_page", {"slug": slug, "basehash": basehash, "body": body})
-            out = {"index": index, "is_error": bool(r.is_error), "structured": r.structured_content, "text": r.content[0].text}
+            out = {"index": index, "is_error": bool(r.is_error), "structured": r.structured_content, "texts": [c.text for c in r.content]}
             print(json.dumps(out), flush=True)
 
 

@@ -8,13 +8,12 @@ inter-process compare-and-set can pick the winner.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import mcp_session, ok, run_together
+from .conftest import error_object, mcp_session, ok, run_together, tool_error
 from .race_worker import body_of
 
 pytestmark = pytest.mark.anyio
@@ -45,11 +44,10 @@ async def test_eight_processes_save_with_one_basehash(server, mode, uid):
     assert winner["structured"]["changed"] is True and win_hash != base
     assert len(losers) == RACERS - 1
     for r in losers:
-        err = r["structured"]["error"]
+        err = error_object(r["is_error"], r["structured"], r["texts"])
         assert err["code"] == "conflict", err
         assert err["hash"] == win_hash, (r["index"], err["hash"], win_hash)
         assert err["body"] == body_of(winner["index"])  # save_page conflicts carry the current body
-        assert json.loads(r["text"])["hash"] == win_hash
 
     async with mcp_session(server, token, mode) as c:
         got, offset = [], 0
@@ -91,26 +89,25 @@ async def test_concurrent_edits_and_namespace_creates_have_one_winner(server, ui
     edits = [("edit_page", {"slug": slug, "basehash": base, "edits": [{"oldText": "counter: 0", "newText": f"counter: {i + 1}"}]}) for i in range(RACERS)]
     results = await run_all(server.tokens["write"], edits)
     won = [r for r in results if not r.is_error]
-    assert len(won) == 1, [r.structured_content for r in results]
+    assert len(won) == 1, [r.content for r in results]
     new_hash = won[0].structured_content["hash"]
     for r in results:
         if r.is_error:
-            assert r.structured_content["error"]["code"] == "conflict"
-            assert r.structured_content["error"]["hash"] == new_hash
-            assert "body" not in r.structured_content["error"]
+            err = tool_error(r)
+            assert err["code"] == "conflict" and err["hash"] == new_hash and "body" not in err, err
 
     deletes = [("delete_page", {"slug": slug, "basehash": new_hash})] * 4
     results = await run_all(server.tokens["write"], deletes)
-    assert sum(not r.is_error for r in results) == 1, [r.structured_content for r in results]
-    assert all(r.structured_content["error"]["hash"] == "" for r in results if r.is_error)
+    assert sum(not r.is_error for r in results) == 1, [r.content for r in results]
+    assert all(tool_error(r)["hash"] == "" for r in results if r.is_error)
     assert server.stored(f"{slug}.md") is None
 
     name = f"race{uid[-30:]}".replace("--", "-")
     creates = [("save_namespace", {"name": name, "title": f"creator {i}"}) for i in range(RACERS)]
     results = await run_all(server.tokens["admin"], creates)
     created = [r for r in results if not r.is_error]
-    assert len(created) == 1, [r.structured_content for r in results]
+    assert len(created) == 1, [r.content for r in results]
     for r in results:
         if r.is_error:
-            assert r.structured_content["error"]["code"] == "conflict"
-            assert r.structured_content["error"]["hash"] == created[0].structured_content["hash"]
+            err = tool_error(r)
+            assert err["code"] == "conflict" and err["hash"] == created[0].structured_content["hash"], err

@@ -34,6 +34,7 @@ from .conftest import (
     run_together,
     start_server,
     stop_process_group,
+    tool_error,
 )
 from .git_writer import END, crash_body
 
@@ -72,7 +73,7 @@ async def read_whole(c: Any, slug: str) -> dict[str, Any] | None:
     while True:
         r = await c.call_tool("read_page", {"slug": slug, "offset": offset, "limit": 100_000})
         if r.is_error:
-            assert r.structured_content["error"]["code"] == "not_found", r.structured_content
+            assert tool_error(r)["code"] == "not_found", r.content
             return None
         page = r.structured_content
         parts.append(page["body"])
