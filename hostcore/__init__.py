@@ -27,6 +27,7 @@ from hostcore.errors import (
     Unavailable,
     ValidationError,
 )
+from hostcore.seams.extract import ExtractionFailed, Extractor
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.locks import FileLock
 from hostcore.seams.resources import prompt, resource
@@ -63,6 +64,8 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "Delete",
+    "ExtractionFailed",
+    "Extractor",
     "FileLock",
     "Forbidden",
     "HostcoreError",

@@ -1,12 +1,16 @@
 """Each hook, implemented by a test plugin, is called as documented."""
 
+import pytest
 from click.testing import CliRunner
 from flask import jsonify
 
 from hostcore import (
     SYSTEM,
+    ExtractionFailed,
+    Extractor,
     Principal,
     SearchBackend,
+    StartupError,
     Storage,
     Unauthorized,
     create_app,
@@ -304,3 +308,41 @@ def test_hook_page_moved(tmp_path):
     saved = wiki.save_page("notes/a", body="one")
     wiki.move_page("notes/a", "notes/b", basehash=saved["hash"])
     assert events.seen[-1] == ("moved", "notes/a", "notes/b")
+
+
+class Shouting(Extractor):
+    name = "shouting-test"
+    media_types = ("text/x-shout", "audio/*")
+
+    def extract(self, data, media_type):
+        if not data:
+            raise ExtractionFailed("the file is empty")
+        return data.decode().upper()
+
+
+class Extractors:
+    @hookimpl
+    def register_extractors(self, register):
+        register(Shouting)
+
+
+def test_hook_register_extractors(tmp_path):
+    from hostcore.seams.extract import choose
+
+    host = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Extractors()]).extensions["hostcore"]
+    (extractor,) = [e for e in host.extractors if e.name == "shouting-test"]
+    assert choose(host.extractors, "text/x-shout") is extractor and choose(host.extractors, "audio/ogg") is extractor
+    assert choose(host.extractors, "image/png") is None
+    assert extractor.extract(b"quiet", "text/x-shout") == "QUIET"
+    with pytest.raises(ExtractionFailed, match="empty"):
+        extractor.extract(b"", "text/x-shout")
+
+
+def test_register_extractors_refuses_what_is_not_an_extractor(tmp_path):
+    class Bad:
+        @hookimpl
+        def register_extractors(self, register):
+            register(dict)
+
+    with pytest.raises(StartupError, match="must be an Extractor subclass"):
+        create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Bad()])

@@ -16,6 +16,7 @@ import pluggy
 from hostcore.domain.principal import Principal
 from hostcore.errors import StartupError
 from hostcore.indexes.link_graph import LinkGraph
+from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.storage import Storage
@@ -61,6 +62,8 @@ class Host:
         self.search_backends: dict[str, type[SearchBackend]] = {}
         pm.hook.register_storage_backends(register=_registry("storage", Storage, self.storage_backends))
         pm.hook.register_search_backends(register=_registry("search", SearchBackend, self.search_backends))
+        self.extractors: list[Extractor] = []
+        pm.hook.register_extractors(register=self._register_extractor)
         self.storage: Storage = self._make_backend("STORAGE", "storage", self.storage_backends, "wiki")
         self.search: SearchBackend | None = (
             self._make_backend("SEARCH", "search", self.search_backends, "search") if self.config["SEARCH"] else None
@@ -71,6 +74,13 @@ class Host:
         pm.hook.register_tools(register=self._register_tool, host=self)
         pm.hook.register_resources(register=self._named("resource", Resource, self.resources, "uri"), host=self)
         pm.hook.register_prompts(register=self._named("prompt", Prompt, self.prompts, "name"), host=self)
+
+    def _register_extractor(self, cls: Any) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, Extractor)) or not cls.name or not cls.media_types:
+            raise StartupError(f"register_extractors: {cls!r} must be an Extractor subclass with a name and media_types")
+        if any(type(e).name == cls.name for e in self.extractors):
+            raise StartupError(f"two plugins register an extractor named {cls.name!r}; remove one from PLUGINS")
+        self.extractors.append(cls())
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         return dict(self.config.get("PLUGIN_CONFIG", {}).get(name, {}))

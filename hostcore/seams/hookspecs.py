@@ -53,6 +53,11 @@ def register_search_backends(register: Callable[[type], None]) -> None:
 
 
 @hookspec
+def register_extractors(register: Callable[[type], None]) -> None:
+    """Contribute text extractors: ``register(cls)`` for each ``Extractor`` subclass (asked in plugin order)."""
+
+
+@hookspec
 def register_routes(app: flask.Flask, host: Host) -> None:
     """Add web routes (blueprints, views) to the Flask app. Paths that are not pages live under ``/_/``."""
 
