@@ -41,3 +41,30 @@ def test_check_reports_unknown_plugin(tmp_path):
     (tmp_path / "hostcore.toml").write_text('PLUGINS = ["nope"]\n')
     result = CliRunner().invoke(main, ["check", "--instance", str(tmp_path)])
     assert result.exit_code == 1 and "no plugin named 'nope'" in result.stdout
+
+
+def test_check_lists_every_problem_in_one_pass(tmp_path):
+    (tmp_path / "hostcore.toml").write_text(
+        'PLUGINS = ["git", "nope"]\nSTORAGE = "git"\nMAX_REQUEST_BYTES = "8M"\n'
+        'AUTHORIZATION_SERVERS = ["https://auth.example"]\n[PLUGIN_CONFIG.git]\nremtoe = "/srv/backup.git"\n'
+    )
+    runner = CliRunner(env={"HOSTCORE_SEACRH": "sqlite", "HOSTCORE_PLUGIN_CONFIG__GIT__FSYNC": '"no"'})
+    result = runner.invoke(main, ["check", "--instance", str(tmp_path)])
+    assert result.exit_code == 1
+    problems = re.findall(r"^problem: (\S+): ", result.stdout, re.M)
+    assert problems == [
+        "MAX_REQUEST_BYTES",
+        "HOSTCORE_SEACRH",
+        "PLUGINS",
+        "PLUGIN_CONFIG.git.remtoe",
+        "HOSTCORE_PLUGIN_CONFIG__GIT__FSYNC",
+    ], result.stdout
+    assert "no plugin named 'nope'" in result.stdout and "did you mean 'remote'?" in result.stdout
+
+
+def test_check_says_which_plugin_provides_a_missing_backend(tmp_path):
+    (tmp_path / "hostcore.toml").write_text('PLUGINS = ["fs", "tokens"]\nSTORAGE = "git"\nSEARCH = "sqlite"\n')
+    result = CliRunner().invoke(main, ["check", "--instance", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "problem: STORAGE: no storage backend named 'git' is loaded (loaded: fs); add 'git' to PLUGINS" in result.stdout
+    assert "problem: SEARCH: no search backend named 'sqlite' is loaded (loaded: none); add 'sqlite' to PLUGINS" in result.stdout

@@ -1,9 +1,10 @@
 """Each hook, implemented by a test plugin, is called as documented."""
 
+import pytest
 from click.testing import CliRunner
 from flask import jsonify
 
-from hostcore import Principal, Unauthorized, create_app, hookimpl
+from hostcore import SYSTEM, Principal, StartupError, Unauthorized, create_app, hookimpl
 from hostcore.cli.commands import main
 
 from .conftest import BASE_CONFIG
@@ -166,3 +167,26 @@ def test_resources_and_prompts_go_through_the_service_layer(tmp_path):
         client, "completion/complete", {"ref": {"type": "ref/prompt", "name": "summarise"}, "argument": {"name": "slug", "value": "notes/"}}
     )["result"]["completion"]
     assert completion["values"] == ["notes/a", "notes/b"]
+
+
+def test_page_saved_listener_that_fails_stops_no_other(tmp_path, caplog):
+    config = {"PLUGINS": ["fs", "sqlite", "tests.broken_listener"], "SEARCH": "sqlite"}
+    host = create_app(config, instance_path=tmp_path).extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    wiki.save_namespace("notes")
+    wiki.save_page("notes/a", body="zebra crossing, see [[notes/b]]")
+    assert [hit.slug for hit in host.search.search("zebra", namespaces=None).hits] == ["notes/a"]
+    assert [link["slug"] for link in host.links.backlinks("notes/b", None)] == ["notes/a"]
+    assert "plugin tests.broken_listener: its page_saved listener failed" in caplog.text
+    assert "broken listener saw notes/a" in caplog.text
+    host.close()
+
+
+def test_page_deleted_listener_cannot_be_a_wrapper(tmp_path):
+    class Around:
+        @hookimpl(wrapper=True)
+        def page_deleted(self, page):
+            return (yield)
+
+    with pytest.raises(StartupError, match="page_deleted cannot be a wrapper"):
+        create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Around()])
