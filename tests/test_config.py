@@ -26,12 +26,12 @@ def test_missing_secret_names_variable(tmp_path):
 
 def test_every_problem_is_named(tmp_path):
     (tmp_path / "hostcore.toml").write_text(
-        'PLUGINS = "fs"\nPUBLIC_URL = "wiki.example"\nBOGUS = 1\nMAX_REQUEST_BYTES = 10\n'
+        'PLUGINS = "fs"\nPUBLIC_URL = "wiki.example"\nBOGUS = 1\nMAX_REQUEST_BYTES = 10\nLOG_LEVEL = "LOUD"\n'
     )
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path, environ={})
     message = str(err.value)
-    for fragment in ("PLUGINS: expected list", "PUBLIC_URL", "BOGUS: hostcore has no setting 'BOGUS'", "MAX_REQUEST_BYTES"):
+    for fragment in ("PLUGINS: expected list", "PUBLIC_URL", "BOGUS: hostcore has no setting 'BOGUS'", "MAX_REQUEST_BYTES", "LOG_LEVEL: 'LOUD'"):
         assert fragment in message
 
 

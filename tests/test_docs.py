@@ -39,3 +39,45 @@ def test_tool_reference_is_generated_from_the_tools(tmp_path):
     assert (ROOT / "docs" / "tools.md").read_text() == generated, "regenerate: hostcore tools --markdown > docs/tools.md"
     for name in host.tools:
         assert f"\n## {name}\n" in generated
+
+
+def code_blocks(doc: str, heading: str, lang: str) -> list[str]:
+    """The ``lang`` code blocks of the section under ``## heading``."""
+    section = doc.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{lang}\n(.*?)```", section, re.S)
+
+
+def test_writing_plugins_example_runs_as_documented(tmp_path):
+    """The word-count plugin of docs/writing_plugins.md, installed by its entry point and listed in
+    PLUGINS as the docs say: its tool loads, its command reaches the wiki as SYSTEM, and its log
+    records appear formatted on the CLI's stderr and in gunicorn's error log."""
+    from hostcore.testing import cli, start_server, stop_process_group
+
+    doc = (ROOT / "docs" / "writing_plugins.md").read_text()
+    smallest = code_blocks(doc, "The smallest plugin", "python")
+    source = "\n".join(smallest + code_blocks(doc, "Commands", "python") + code_blocks(doc, "Logging", "python"))
+    site = tmp_path / "site"
+    (site / "hostcore_wordcount").mkdir(parents=True)
+    (site / "hostcore_wordcount" / "__init__.py").write_text(source)
+    entry_point = re.search(r"^hostcore =\n(.*?)$", code_blocks(doc, "The smallest plugin", "ini")[0], re.M).group(1)
+    dist = site / "hostcore_wordcount-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hostcore-wordcount\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[hostcore]\n{entry_point.strip()}\n")
+    env = {"PYTHONPATH": str(site)}
+
+    instance = tmp_path / "instance"
+    cli(instance, "init", env=env)
+    plugins_line = code_blocks(doc, "The smallest plugin", "toml")[0].strip()
+    config = instance / "hostcore.toml"
+    config.write_text(re.sub(r"^PLUGINS = .*$", plugins_line, config.read_text(), flags=re.M))
+    assert cli(instance, "check", env=env).stdout.endswith("config OK\n")
+    assert re.search(r"^word_count\tread\t", cli(instance, "tools", env=env).stdout, re.M)
+
+    counted = cli(instance, "word-count", "notes/index", env=env)
+    assert counted.stdout == "15\n"  # the words of the welcome page `init` writes
+    assert re.search(r"^\S+ \S+ \[INFO\] hostcore_wordcount: counting words in hostcore$", counted.stderr, re.M), counted.stderr
+
+    proc, _base, _port, log = start_server(instance, workers=1, env=env)
+    stop_process_group(proc)
+    assert re.search(r"\[\d+\] \[INFO\] counting words in hostcore$", log.read_text(), re.M), log.read_text()

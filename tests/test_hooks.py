@@ -190,3 +190,9 @@ def test_page_deleted_listener_cannot_be_a_wrapper(tmp_path):
 
     with pytest.raises(StartupError, match="page_deleted cannot be a wrapper"):
         create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Around()])
+
+
+def test_wiki_needs_a_principal(host):
+    with pytest.raises(TypeError, match="use hostcore.SYSTEM in a command or job"):
+        host.wiki(None)
+    assert host.wiki(SYSTEM).principal is SYSTEM

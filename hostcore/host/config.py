@@ -40,6 +40,7 @@ SETTINGS: dict[str, Setting] = {
     "LOG_LEVEL": Setting(str, "INFO", "level of hostcore's and its plugins' log records"),
 }
 DEFAULTS: dict[str, Any] = {key: setting.default for key, setting in SETTINGS.items()}
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 class Config(dict[str, Any]):
@@ -195,6 +196,9 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
         bad = [url for url in urls if isinstance(url, str) and not url.startswith(("http://", "https://"))]
         if bad:
             problems.append(f"{where(config, key)}: {bad[0]!r} must start with http:// or https://")
+    level = config.get("LOG_LEVEL")
+    if isinstance(level, str) and level.upper() not in _LEVELS:
+        problems.append(f"{where(config, 'LOG_LEVEL')}: {level!r} is no log level; use one of {', '.join(_LEVELS)}")
     limit = config.get("MAX_REQUEST_BYTES")
     if isinstance(limit, int) and not isinstance(limit, bool) and limit < 2 * 1024 * 1024:
         problems.append(
