@@ -1,10 +1,13 @@
-"""Every hook is documented (one heading each) and exercised by a test; every tool is documented."""
+"""Every hook is documented (one heading each) and exercised by a test; every tool is documented; the
+examples of docs/writing_plugins.md run as written."""
 
 import re
 from pathlib import Path
 
 import pluggy
+import pytest
 
+from hostcore import ConfigError, NotFound
 from hostcore.seams import hookspecs
 from hostcore.app import build_host
 from hostcore.cli.commands import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
@@ -81,3 +84,25 @@ def test_writing_plugins_example_runs_as_documented(tmp_path):
     proc, _base, _port, log = start_server(instance, workers=1, env=env)
     stop_process_group(proc)
     assert re.search(r"\[\d+\] \[INFO\] counting words in hostcore$", log.read_text(), re.M), log.read_text()
+
+
+def test_backend_settings_example_checks_and_defaults(tmp_path):
+    namespace: dict = {}
+    exec(code_blocks((ROOT / "docs" / "writing_plugins.md").read_text(), "Backend settings", "python")[0], namespace)
+
+    class Bucket(namespace["BucketStorage"]):  # the example's settings; storage itself is not its point
+        def read(self, path):
+            raise NotFound(path)
+
+        def list(self, prefix=""):
+            return []
+
+        def apply(self, ops, change):
+            return {}
+
+    storage = Bucket(tmp_path, {"url": "https://bucket.example", "timeout": 3})
+    assert (storage.timeout, storage.config["verify"]) == (3, True)
+    with pytest.raises(ConfigError, match="expected float, got str 'soon'"):
+        Bucket(tmp_path, {"timeout": "soon"})
+    with pytest.raises(ConfigError, match="has no setting 'verfiy'; did you mean 'verify'"):
+        Bucket(tmp_path, {"verfiy": False})
