@@ -32,6 +32,7 @@ from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.locks import FileLock
 from hostcore.seams.resources import prompt, resource
 from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
+from hostcore.seams.settings import Setting
 from hostcore.seams.storage import (
     ANY,
     Change,
@@ -84,6 +85,7 @@ __all__ = [
     "SearchDoc",
     "SearchHit",
     "SearchResults",
+    "Setting",
     "StartupError",
     "Storage",
     "Tag",

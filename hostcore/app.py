@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pluggy
 from flask import Flask
 
-from hostcore.host.config import load_config
-from hostcore.host.host import Host
-from hostcore.host.plugins import make_plugin_manager
+from hostcore.errors import StartupError
+from hostcore.host.config import Config, read_config
+from hostcore.host.host import Host, backend_problems, register_backends
+from hostcore.host.logs import configure_logging
+from hostcore.host.plugins import load_plugins
 from hostcore.mcp import transport
 from hostcore.service.wiki import Wiki
 
@@ -20,6 +22,26 @@ from hostcore.service.wiki import Wiki
 def instance_folder(path: str | os.PathLike[str] | None = None) -> Path:
     """``path``, else ``$HOSTCORE_INSTANCE``, else ``./instance``; made absolute."""
     return Path(path or os.environ.get("HOSTCORE_INSTANCE") or "instance").resolve()
+
+
+def inspect_instance(
+    instance: Path,
+    config: Mapping[str, Any] | None = None,
+    plugins: Iterable[Any] = (),
+    defaults: Mapping[str, Any] | None = None,
+) -> tuple[Config, pluggy.PluginManager, list[str]]:
+    """The settings and plugins of ``instance``, and every problem with them, found in one pass:
+    settings, plugins that do not load, backends that are not loaded, backend settings.
+    """
+    settings, problems = read_config(instance, config, defaults=defaults)
+    names = settings["PLUGINS"] if isinstance(settings["PLUGINS"], list) else []
+    pm, more = load_plugins([n for n in names if isinstance(n, str) and n], plugins, settings.where("PLUGINS"))
+    problems += more
+    try:
+        problems += backend_problems(settings, *register_backends(pm))
+    except StartupError as exc:
+        problems.append(str(exc))
+    return settings, pm, problems
 
 
 def build_host(
@@ -31,27 +53,18 @@ def build_host(
     defaults: Mapping[str, Any] | None = None,
 ) -> Host:
     """Config, plugin manager and Host for ``instance``, started unless ``start`` is False.
-    ``defaults`` replace built-in defaults; the instance file and the environment still win."""
+    ``defaults`` replace built-in defaults; the instance file and the environment still win.
+    Raises StartupError (a ConfigError) naming every problem.
+    """
     instance.mkdir(parents=True, exist_ok=True)
-    settings = load_config(instance, config, defaults=defaults)
-    log_to_gunicorn(settings["LOG_LEVEL"])
-    host = Host(settings, instance, make_plugin_manager(settings["PLUGINS"], plugins), Wiki)
+    settings, pm, problems = inspect_instance(instance, config, plugins, defaults=defaults)
+    if problems:
+        raise StartupError("; ".join(problems), problems=problems)
+    configure_logging(settings["LOG_LEVEL"], pm)
+    host = Host(settings, instance, pm, Wiki)
     if start:
         host.start()
     return host
-
-
-def log_to_gunicorn(level: str) -> None:
-    """Under gunicorn, send hostcore's log records to gunicorn's error log at ``level``.
-
-    Without this, records below WARNING vanish: nothing else configures logging in a worker.
-    """
-    gunicorn_log = logging.getLogger("gunicorn.error")
-    log = logging.getLogger("hostcore")
-    if gunicorn_log.handlers and not log.handlers:
-        log.handlers = list(gunicorn_log.handlers)
-        log.propagate = False
-    log.setLevel(level.upper())
 
 
 def create_app(

@@ -79,3 +79,28 @@ def testpublic_url_warnings():
     assert "remove it to follow --bind" in public_url_warning("127.0.0.1:9000", "http://127.0.0.1:8080")
     assert "every interface" in public_url_warning("0.0.0.0:8080", "http://127.0.0.1:8080")
     assert public_url_warning("0.0.0.0:8080", "http://192.168.1.5:8080") is None
+def test_check_lists_every_problem_in_one_pass(tmp_path):
+    (tmp_path / "hostcore.toml").write_text(
+        'PLUGINS = ["git", "nope"]\nSTORAGE = "git"\nMAX_REQUEST_BYTES = "8M"\n'
+        'AUTHORIZATION_SERVERS = ["https://auth.example"]\n[PLUGIN_CONFIG.git]\nremtoe = "/srv/backup.git"\n'
+    )
+    runner = CliRunner(env={"HOSTCORE_SEACRH": "sqlite", "HOSTCORE_PLUGIN_CONFIG__GIT__FSYNC": '"no"'})
+    result = runner.invoke(main, ["check", "--instance", str(tmp_path)])
+    assert result.exit_code == 1
+    problems = re.findall(r"^problem: (\S+): ", result.stdout, re.M)
+    assert problems == [
+        "MAX_REQUEST_BYTES",
+        "HOSTCORE_SEACRH",
+        "PLUGINS",
+        "PLUGIN_CONFIG.git.remtoe",
+        "HOSTCORE_PLUGIN_CONFIG__GIT__FSYNC",
+    ], result.stdout
+    assert "no plugin named 'nope'" in result.stdout and "did you mean 'remote'?" in result.stdout
+
+
+def test_check_says_which_plugin_provides_a_missing_backend(tmp_path):
+    (tmp_path / "hostcore.toml").write_text('PLUGINS = ["fs", "tokens"]\nSTORAGE = "git"\nSEARCH = "sqlite"\n')
+    result = CliRunner().invoke(main, ["check", "--instance", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "problem: STORAGE: no storage backend named 'git' is loaded (loaded: fs); add 'git' to PLUGINS" in result.stdout
+    assert "problem: SEARCH: no search backend named 'sqlite' is loaded (loaded: none); add 'sqlite' to PLUGINS" in result.stdout

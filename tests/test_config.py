@@ -26,12 +26,12 @@ def test_missing_secret_names_variable(tmp_path):
 
 def test_every_problem_is_named(tmp_path):
     (tmp_path / "hostcore.toml").write_text(
-        'PLUGINS = "fs"\nPUBLIC_URL = "wiki.example"\nBOGUS = 1\nMAX_REQUEST_BYTES = 10\n'
+        'PLUGINS = "fs"\nPUBLIC_URL = "wiki.example"\nBOGUS = 1\nMAX_REQUEST_BYTES = 10\nLOG_LEVEL = "LOUD"\n'
     )
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path, environ={})
     message = str(err.value)
-    for fragment in ("PLUGINS: expected list", "PUBLIC_URL", "BOGUS: unknown setting", "MAX_REQUEST_BYTES"):
+    for fragment in ("PLUGINS: expected list", "PUBLIC_URL", "BOGUS: hostcore has no setting 'BOGUS'", "MAX_REQUEST_BYTES", "LOG_LEVEL: 'LOUD'"):
         assert fragment in message
 
 
@@ -139,3 +139,50 @@ def test_a_derived_default_yields_to_the_file_and_the_environment(tmp_path):
     assert load_config(tmp_path, environ=env, defaults=derived)["PUBLIC_URL"] == "https://env.example.org"
     (tmp_path / "hostcore.toml").write_text('PUBLIC_URL = "https://wiki.example.org"\n')
     assert load_config(tmp_path, environ={}, defaults=derived)["PUBLIC_URL"] == "https://wiki.example.org"
+def test_backend_settings_are_checked_at_startup(tmp_path):
+    config = {"PLUGINS": ["fs", "git"], "PLUGIN_CONFIG": {"git": {"remtoe": "/x", "fsync": "yes", "path": "repo"}}}
+    with pytest.raises(StartupError) as err:
+        create_app(config, instance_path=tmp_path)
+    assert err.value.data["problems"] == [
+        "PLUGIN_CONFIG.git.remtoe: the git backend has no setting 'remtoe'; did you mean 'remote'? "
+        "its settings: fsync, path, remote",
+        "PLUGIN_CONFIG.git.fsync: expected bool, got str 'yes'",
+    ]
+    assert not (tmp_path / "wiki").exists(), "nothing is built from a config with problems"
+
+
+@pytest.mark.parametrize("plugin, kind", [("fs", "STORAGE"), ("git", "STORAGE"), ("sqlite", "SEARCH"), ("tantivy", "SEARCH")])
+def test_every_first_party_backend_declares_its_settings(tmp_path, plugin, kind):
+    config = {"PLUGINS": ["fs", plugin], kind: plugin, "PLUGIN_CONFIG": {plugin: {"bogus": 1}}}
+    with pytest.raises(StartupError, match=rf"PLUGIN_CONFIG\.{plugin}\.bogus: the {plugin} backend has no setting 'bogus'"):
+        create_app(config, instance_path=tmp_path)
+
+
+def test_a_backend_gets_its_declared_defaults(tmp_path):
+    from hostcore_git import GitStorage
+
+    storage = GitStorage(tmp_path / "repo")
+    assert storage.config == {"remote": None, "fsync": True}
+    storage.close()
+    with pytest.raises(ConfigError, match="expected bool, got int 1"):
+        GitStorage(tmp_path / "repo", {"fsync": 1})
+
+
+def test_env_settings_are_named_by_their_variable(tmp_path):
+    environ = {"HOSTCORE_SEACRH": "sqlite", "HOSTCORE_PLUGIN_CONFIG": '{"fs": 3}', "HOSTCORE_TITLE": "ok"}
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path, {"PLUGINS": ["fs"]}, environ=environ)
+    assert err.value.data["problems"] == [
+        "HOSTCORE_SEACRH: hostcore has no setting 'SEACRH'; did you mean 'SEARCH'? its settings: ALLOWED_HOSTS, "
+        "ALLOWED_ORIGINS, AUTHORIZATION_SERVERS, LOG_LEVEL, MAX_REQUEST_BYTES, PLUGINS, PLUGIN_CONFIG, PUBLIC_URL, "
+        "SEARCH, STORAGE, TITLE",
+        "HOSTCORE_PLUGIN_CONFIG (fs): must be a table of settings",
+    ]
+
+
+def test_authorization_servers_is_a_setting(tmp_path):
+    app = create_app({"PLUGINS": ["fs"], "AUTHORIZATION_SERVERS": ["https://auth.example"]}, instance_path=tmp_path)
+    metadata = app.test_client().get("/.well-known/oauth-protected-resource/_/mcp").json
+    assert metadata["authorization_servers"] == ["https://auth.example"]
+    with pytest.raises(ConfigError, match="AUTHORIZATION_SERVERS: 'auth.example' must start with http:// or https://"):
+        load_config(tmp_path, {"AUTHORIZATION_SERVERS": ["auth.example"]}, environ={})

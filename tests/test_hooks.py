@@ -346,3 +346,30 @@ def test_register_extractors_refuses_what_is_not_an_extractor(tmp_path):
 
     with pytest.raises(StartupError, match="must be an Extractor subclass"):
         create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Bad()])
+def test_page_saved_listener_that_fails_stops_no_other(tmp_path, caplog):
+    config = {"PLUGINS": ["fs", "sqlite", "tests.broken_listener"], "SEARCH": "sqlite"}
+    host = create_app(config, instance_path=tmp_path).extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    wiki.save_namespace("notes")
+    wiki.save_page("notes/a", body="zebra crossing, see [[notes/b]]")
+    assert [hit.slug for hit in host.search.search("zebra", namespaces=None).hits] == ["notes/a"]
+    assert [link["slug"] for link in host.links.backlinks("notes/b", None)] == ["notes/a"]
+    assert "plugin tests.broken_listener: its page_saved listener failed" in caplog.text
+    assert "broken listener saw notes/a" in caplog.text
+    host.close()
+
+
+def test_page_deleted_listener_cannot_be_a_wrapper(tmp_path):
+    class Around:
+        @hookimpl(wrapper=True)
+        def page_deleted(self, page):
+            return (yield)
+
+    with pytest.raises(StartupError, match="page_deleted cannot be a wrapper"):
+        create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Around()])
+
+
+def test_wiki_needs_a_principal(host):
+    with pytest.raises(TypeError, match="use hostcore.SYSTEM in a command or job"):
+        host.wiki(None)
+    assert host.wiki(SYSTEM).principal is SYSTEM

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 import click
 
-from hostcore.app import build_host, create_app, instance_folder
+from hostcore.app import build_host, create_app, inspect_instance, instance_folder
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
-from hostcore.host.config import CONFIG_FILE, load_config, problems_in, read_file
+from hostcore.host.config import CONFIG_FILE, load_config
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
@@ -261,16 +261,14 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
 def check(obj: CliContext) -> None:
     """Validate the instance's config and plugins; name every problem."""
     problems: list[str] = []
-    try:
-        raw = read_file(obj.instance)
-        problems += problems_in(raw)
-        if not problems:
-            host = build_host(obj.instance, start=False)
-            host.close()
-    except HostcoreError as exc:
-        problems += exc.data.get("problems", [str(exc)])
     if not (obj.instance / CONFIG_FILE).exists():
         problems.append(f"{obj.instance / CONFIG_FILE}: missing; run `hostcore init --instance {obj.instance}`")
+    try:
+        problems += inspect_instance(obj.instance)[2]
+        if not problems:
+            build_host(obj.instance, start=False).close()  # the backends open their folders
+    except HostcoreError as exc:
+        problems += exc.data.get("problems", [str(exc)])
     for problem in problems:
         click.echo(f"problem: {problem}")
     if problems:

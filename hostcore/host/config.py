@@ -4,47 +4,64 @@ Keys are upper case. ``HOSTCORE_PLUGINS='["git", "tokens"]'`` overrides a whole 
 parsed as JSON when they parse, else taken as text); a double underscore reaches into tables:
 ``HOSTCORE_PLUGIN_CONFIG__GIT__REMOTE=/srv/backup.git``. A secret is written as
 ``{"$env": "NAME"}`` anywhere in the config and read from the environment at start-up.
+
+Every problem is named by where the operator wrote it: the environment variable
+(``HOSTCORE_SEACRH``) or the key in ``hostcore.toml`` (``PLUGIN_CONFIG.git.remote``).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hostcore.errors import ConfigError
+from hostcore.seams.settings import Setting, settings_problems
 
 CONFIG_FILE = "hostcore.toml"
 ENV_PREFIX = "HOSTCORE_"
 
-DEFAULTS: dict[str, Any] = {
-    "PLUGINS": [],
-    "STORAGE": "fs",
-    "SEARCH": "",
-    "PLUGIN_CONFIG": {},
-    "PUBLIC_URL": "http://127.0.0.1:8080",
-    "ALLOWED_HOSTS": [],
-    "ALLOWED_ORIGINS": [],
-    "MAX_REQUEST_BYTES": 8 * 1024 * 1024,
-    "TITLE": "hostcore",
-    "LOG_LEVEL": "INFO",
+SETTINGS: dict[str, Setting] = {
+    "PLUGINS": Setting(list, [], "plugins to load, by name"),
+    "STORAGE": Setting(str, "fs", "the storage backend, by name"),
+    "SEARCH": Setting(str, "", "the search backend, by name; empty for none"),
+    "PLUGIN_CONFIG": Setting(dict, {}, "a table of settings per plugin"),
+    "PUBLIC_URL": Setting(str, "http://127.0.0.1:8080", "the URL clients use"),
+    "ALLOWED_HOSTS": Setting(list, [], "more Host header values to serve"),
+    "ALLOWED_ORIGINS": Setting(list, [], "more browser origins allowed to call the MCP endpoint"),
+    "AUTHORIZATION_SERVERS": Setting(list, [], "OAuth authorization servers named in the protected-resource metadata"),
+    "MAX_REQUEST_BYTES": Setting(int, 8 * 1024 * 1024, "request body limit"),
+    "TITLE": Setting(str, "hostcore", "the wiki's name"),
+    "LOG_LEVEL": Setting(str, "INFO", "level of hostcore's and its plugins' log records"),
 }
+DEFAULTS: dict[str, Any] = {key: setting.default for key, setting in SETTINGS.items()}
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
-_TYPES: dict[str, type | tuple[type, ...]] = {
-    "PLUGINS": list,
-    "STORAGE": str,
-    "SEARCH": str,
-    "PLUGIN_CONFIG": dict,
-    "PUBLIC_URL": str,
-    "ALLOWED_HOSTS": list,
-    "ALLOWED_ORIGINS": list,
-    "MAX_REQUEST_BYTES": int,
-    "TITLE": str,
-    "LOG_LEVEL": str,
-}
+
+class Config(dict[str, Any]):
+    """The merged settings, remembering which came from environment variables (for messages)."""
+
+    def __init__(self, values: Mapping[str, Any], env_names: Mapping[tuple[str, ...], str] | None = None) -> None:
+        super().__init__(values)
+        self.env_names = dict(env_names or {})
+
+    def where(self, *path: str) -> str:
+        """Where the setting at ``path`` was written: its variable (``HOSTCORE_SEACRH``) or its key."""
+        for n in range(len(path), 0, -1):
+            name = self.env_names.get(path[:n])
+            if name:
+                return name if n == len(path) else f"{name} ({'.'.join(path[n:])})"
+        return ".".join(path)
+
+
+def where(config: Mapping[str, Any], *path: str) -> str:
+    """:meth:`Config.where` for any config mapping (a plain dict names the key)."""
+    return config.where(*path) if isinstance(config, Config) else ".".join(path)
 
 
 def _parse_env_value(raw: str) -> Any:
@@ -54,20 +71,23 @@ def _parse_env_value(raw: str) -> Any:
         return raw
 
 
-def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The config keys set by ``HOSTCORE_*`` variables (``HOSTCORE_INSTANCE`` excluded)."""
-    out: dict[str, Any] = {}
+def _env_settings(environ: Mapping[str, str]) -> Iterator[tuple[tuple[str, ...], str, str]]:
+    """(key path, variable name, raw value) of every ``HOSTCORE_*`` variable but ``HOSTCORE_INSTANCE``."""
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name == "HOSTCORE_INSTANCE":
             continue
         key, *path = name[len(ENV_PREFIX) :].split("__")
-        if not path:
-            out[key] = _parse_env_value(raw)
-            continue
-        table = out.setdefault(key, {})
+        yield (key, *(part.lower() for part in path)), name, raw
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The config keys set by ``HOSTCORE_*`` variables (``HOSTCORE_INSTANCE`` excluded)."""
+    out: dict[str, Any] = {}
+    for path, _name, raw in _env_settings(environ):
+        table = out
         for part in path[:-1]:
-            table = table.setdefault(part.lower(), {})
-        table[path[-1].lower()] = _parse_env_value(raw)
+            table = table.setdefault(part, {})
+        table[path[-1]] = _parse_env_value(raw)
     return out
 
 
@@ -81,17 +101,38 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def resolve_secrets(value: Any, where: str = "") -> Any:
-    """Replace every ``{"$env": "NAME"}`` with the environment variable's value."""
-    if isinstance(value, Mapping):
-        if set(value) == {"$env"}:
-            name = value["$env"]
-            if name not in os.environ:
-                raise ConfigError(f"{where}: environment variable {name} is not set; export it or change the config")
+def _sets(tree: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    for part in path:
+        if not isinstance(tree, Mapping) or part not in tree:
+            return False
+        tree = tree[part]
+    return True
+
+
+def is_secret(value: Any) -> bool:
+    """True for a ``{"$env": "NAME"}`` reference left unresolved (its variable is not set)."""
+    return isinstance(value, Mapping) and set(value) == {"$env"}
+
+
+def resolve_secrets(value: Any, where: str = "", problems: list[str] | None = None) -> Any:
+    """Replace every ``{"$env": "NAME"}`` with the environment variable's value.
+
+    A missing variable raises ConfigError, or, when ``problems`` is given, is appended to it and
+    its reference left in place.
+    """
+    if is_secret(value):
+        name = value["$env"]
+        if name in os.environ:
             return os.environ[name]
-        return {k: resolve_secrets(v, f"{where}.{k}" if where else k) for k, v in value.items()}
+        message = f"{where}: environment variable {name} is not set; export it or change the config"
+        if problems is None:
+            raise ConfigError(message)
+        problems.append(message)
+        return value
+    if isinstance(value, Mapping):
+        return {k: resolve_secrets(v, f"{where}.{k}" if where else k, problems) for k, v in value.items()}
     if isinstance(value, list):
-        return [resolve_secrets(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [resolve_secrets(v, f"{where}[{i}]", problems) for i, v in enumerate(value)]
     return value
 
 
@@ -105,50 +146,70 @@ def read_file(instance: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}; fix the TOML syntax") from None
 
 
+def read_config(
+    instance: Path,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> tuple[Config, list[str]]:
+    """Defaults (``DEFAULTS`` updated by ``defaults``, e.g. the PUBLIC_URL ``hostcore serve``
+    derives from its bind address), then the instance file, then the environment, then
+    ``overrides`` (tests), with secrets resolved; and every problem found in them. Raises
+    ConfigError only for bad TOML.
+    """
+    environ = os.environ if environ is None else environ
+    merged = _merge(_merge(copy.deepcopy(DEFAULTS), defaults or {}), read_file(instance))
+    merged = _merge(merged, env_overrides(environ))
+    merged = _merge(merged, overrides or {})
+    env_names = {path: name for path, name, _raw in _env_settings(environ) if not _sets(overrides or {}, path)}
+    problems: list[str] = []
+    config = Config(resolve_secrets(merged, problems=problems), env_names)
+    return config, problems_in(config) + problems
+
+
 def load_config(
     instance: Path,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Defaults (``DEFAULTS`` updated by ``defaults``, e.g. the PUBLIC_URL ``hostcore serve``
-    derives from its bind address), then the instance file, then the environment, then
-    ``overrides`` (tests).
-
-    Raises ConfigError naming every problem found.
-    """
-    config = _merge(_merge(DEFAULTS, defaults or {}), read_file(instance))
-    config = _merge(config, env_overrides(os.environ if environ is None else environ))
-    config = _merge(config, overrides or {})
-    problems = problems_in(config)
+) -> Config:
+    """The settings of ``instance`` (see :func:`read_config`). Raises ConfigError naming every problem."""
+    config, problems = read_config(instance, overrides, environ, defaults)
     if problems:
         raise ConfigError("; ".join(problems), problems=problems)
-    return resolve_secrets(config)
+    return config
 
 
 def problems_in(config: Mapping[str, Any]) -> list[str]:
-    """Every problem with a config, each naming the key and the fix."""
-    problems = []
-    for key, value in config.items():
-        if key not in _TYPES:
-            if key.isupper():
-                problems.append(f"{key}: unknown setting; known ones are {', '.join(sorted(_TYPES))}")
-            continue
-        if not isinstance(value, _TYPES[key]) or (isinstance(value, bool) and _TYPES[key] is int):
-            problems.append(f"{key}: expected {_TYPES[key].__name__}, got {type(value).__name__} {value!r}")
+    """Every problem with a config's core settings, each naming where it was written and the fix."""
+    given = {key: value for key, value in config.items() if key.isupper() and not is_secret(value)}
+    problems = settings_problems(SETTINGS, given, partial(where, config), "hostcore")
+    for key, value in given.items():
+        if key in SETTINGS and SETTINGS[key].type is list and isinstance(value, list):
+            if not all(isinstance(item, str) and item for item in value):
+                problems.append(f"{where(config, key)}: expected a list of non-empty strings, got {value!r}")
     plugins = config.get("PLUGINS")
-    if isinstance(plugins, list) and not all(isinstance(p, str) and p for p in plugins):
-        problems.append("PLUGINS: list plugin names as strings, e.g. [\"git\", \"tokens\"]")
     plugin_config = config.get("PLUGIN_CONFIG")
     if isinstance(plugin_config, Mapping) and isinstance(plugins, list):
         for name, value in plugin_config.items():
             if not isinstance(value, Mapping):
-                problems.append(f"PLUGIN_CONFIG.{name}: must be a table of settings")
+                problems.append(f"{where(config, 'PLUGIN_CONFIG', name)}: must be a table of settings")
             elif name not in plugins:
-                problems.append(f"PLUGIN_CONFIG.{name}: plugin {name!r} is not in PLUGINS; add it or remove this table")
-    url = config.get("PUBLIC_URL")
-    if isinstance(url, str) and not url.startswith(("http://", "https://")):
-        problems.append(f"PUBLIC_URL: {url!r} must start with http:// or https://")
-    if isinstance(config.get("MAX_REQUEST_BYTES"), int) and config["MAX_REQUEST_BYTES"] < 2 * 1024 * 1024:
-        problems.append("MAX_REQUEST_BYTES: must be at least 2097152 so a full 1 MiB page fits with its envelope")
+                problems.append(
+                    f"{where(config, 'PLUGIN_CONFIG', name)}: plugin {name!r} is not in PLUGINS; add it or remove this table"
+                )
+    for key in ("PUBLIC_URL", "AUTHORIZATION_SERVERS"):
+        value = config.get(key)
+        urls = value if isinstance(value, list) else [value]
+        bad = [url for url in urls if isinstance(url, str) and not url.startswith(("http://", "https://"))]
+        if bad:
+            problems.append(f"{where(config, key)}: {bad[0]!r} must start with http:// or https://")
+    level = config.get("LOG_LEVEL")
+    if isinstance(level, str) and level.upper() not in _LEVELS:
+        problems.append(f"{where(config, 'LOG_LEVEL')}: {level!r} is no log level; use one of {', '.join(_LEVELS)}")
+    limit = config.get("MAX_REQUEST_BYTES")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit < 2 * 1024 * 1024:
+        problems.append(
+            f"{where(config, 'MAX_REQUEST_BYTES')}: must be at least 2097152 so a full 1 MiB page fits with its envelope"
+        )
     return problems

@@ -7,7 +7,8 @@ contribution hooks, so it validates contributions and rejects duplicate names at
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +16,13 @@ import pluggy
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import StartupError
+from hostcore.host.config import is_secret, where
+from hostcore.host.plugins import installed_plugins
 from hostcore.indexes.link_graph import LinkGraph
 from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
+from hostcore.seams.settings import Setting, settings_problems
 from hostcore.seams.storage import Storage
 from hostcore.seams.tool import Tool
 
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
     from hostcore.service.wiki import Wiki
 
 log = logging.getLogger("hostcore")
+PAGE_EVENTS = ("page_saved", "page_deleted", "page_moved")  # what notify() delivers, listener by listener
+PATH_SETTING = Setting(str, None, "the backend's folder, relative to the instance folder")
 
 
 def _registry(kind: str, base: type[Storage | SearchBackend], table: dict[str, Any]) -> Callable[[Any], None]:
@@ -40,6 +46,49 @@ def _registry(kind: str, base: type[Storage | SearchBackend], table: dict[str, A
         table[cls.name] = cls
 
     return register
+
+
+def register_backends(pm: pluggy.PluginManager) -> tuple[dict[str, type[Storage]], dict[str, type[SearchBackend]]]:
+    """Name -> class of every storage and search backend the plugins register."""
+    storage: dict[str, type[Storage]] = {}
+    search: dict[str, type[SearchBackend]] = {}
+    pm.hook.register_storage_backends(register=_registry("storage", Storage, storage))
+    pm.hook.register_search_backends(register=_registry("search", SearchBackend, search))
+    return storage, search
+
+
+def backend_problems(
+    config: Mapping[str, Any], storage: Mapping[str, type[Storage]], search: Mapping[str, type[SearchBackend]]
+) -> list[str]:
+    """Every problem with ``STORAGE``, ``SEARCH`` and the backends' ``PLUGIN_CONFIG`` tables.
+
+    A table named after a backend is checked against the settings it declares (plus ``path``, its
+    folder, which the host handles); other plugins check their own tables in ``startup``.
+    """
+    problems = []
+    listed = config.get("PLUGINS")
+    plugins: list[Any] = listed if isinstance(listed, list) else []
+    for setting, kind, table in (("STORAGE", "storage", storage), ("SEARCH", "search", search)):
+        name = config.get(setting)
+        if isinstance(name, str) and name and name not in table:
+            if name in installed_plugins() and name not in plugins:
+                fix = f"add {name!r} to PLUGINS"
+            else:
+                fix = "name a loaded one, or install the plugin that provides it and add it to PLUGINS"
+            loaded = ", ".join(sorted(table)) or "none"
+            problems.append(f"{where(config, setting)}: no {kind} backend named {name!r} is loaded (loaded: {loaded}); {fix}")
+    tables = config.get("PLUGIN_CONFIG")
+    for name, values in tables.items() if isinstance(tables, Mapping) else ():
+        declared = [cls.settings for cls in (storage.get(name), search.get(name)) if cls is not None]
+        if not declared or not isinstance(values, Mapping):
+            continue
+        spec = {"path": PATH_SETTING}
+        for settings in declared:
+            spec.update(settings)
+        given = {key: value for key, value in values.items() if not is_secret(value)}
+        named = partial(where, config, "PLUGIN_CONFIG", name)
+        problems += settings_problems(spec, given, named, f"the {name} backend")
+    return problems
 
 
 class Host:
@@ -58,15 +107,19 @@ class Host:
         self.pm = pm
         self.tools: dict[str, Tool] = {}
         self.state: dict[str, Any] = {}  # per-host state of plugins, keyed by plugin name
-        self.storage_backends: dict[str, type[Storage]] = {}
-        self.search_backends: dict[str, type[SearchBackend]] = {}
-        pm.hook.register_storage_backends(register=_registry("storage", Storage, self.storage_backends))
-        pm.hook.register_search_backends(register=_registry("search", SearchBackend, self.search_backends))
+        for event in PAGE_EVENTS:
+            for impl in getattr(pm.hook, event).get_hookimpls():
+                if impl.wrapper or impl.hookwrapper:
+                    raise StartupError(f"plugin {impl.plugin_name}: {event} cannot be a wrapper; events reach each listener on its own")
+        self.storage_backends, self.search_backends = register_backends(pm)
+        problems = backend_problems(config, self.storage_backends, self.search_backends)
+        if problems:
+            raise StartupError("; ".join(problems), problems=problems)
         self.extractors: list[Extractor] = []
         pm.hook.register_extractors(register=self._register_extractor)
-        self.storage: Storage = self._make_backend("STORAGE", "storage", self.storage_backends, "wiki")
+        self.storage: Storage = self._make_backend(self.storage_backends[config["STORAGE"]], "wiki")
         self.search: SearchBackend | None = (
-            self._make_backend("SEARCH", "search", self.search_backends, "search") if self.config["SEARCH"] else None
+            self._make_backend(self.search_backends[config["SEARCH"]], "search") if config["SEARCH"] else None
         )
         self.links = LinkGraph(self.instance_path / "links.sqlite")
         self.resources: dict[str, Resource] = {}
@@ -106,14 +159,9 @@ class Host:
 
         return register
 
-    def _make_backend(self, setting: str, kind: str, table: dict[str, type], folder: str) -> Any:
-        """The backend the ``setting`` names, built on its folder (``path`` in its plugin config)."""
-        name = self.config[setting]
-        cls = table.get(name)
-        if cls is None:
-            known = ", ".join(sorted(table)) or "none"
-            raise StartupError(f"{setting}: no {kind} backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
-        settings = self.plugin_config(name)
+    def _make_backend(self, cls: type[Storage] | type[SearchBackend], folder: str) -> Any:
+        """A backend built on its folder (``path`` in its plugin config) with the rest of its config."""
+        settings = self.plugin_config(cls.name)
         return cls(self.instance_path / settings.pop("path", folder), settings)
 
     def start(self) -> None:
@@ -122,14 +170,21 @@ class Host:
 
     def wiki(self, principal: Principal) -> Wiki:
         """The service layer bound to ``principal`` (``hostcore.SYSTEM`` for a CLI command or a job)."""
+        if not isinstance(principal, Principal):
+            raise TypeError(f"host.wiki() takes a Principal, not {principal!r}; use hostcore.SYSTEM in a command or job")
         return self.service(self, principal)
 
     def notify(self, event: str, **kwargs: Any) -> None:
-        """Call an event hook; a failing listener is logged and never fails the change."""
-        try:
-            getattr(self.pm.hook, event)(host=self, **kwargs)
-        except Exception:
-            log.exception("a %s listener failed; the change itself is stored", event)
+        """Tell every listener of ``event``, each on its own: one that raises is logged with its
+        plugin's name and neither stops the others nor fails the change (already stored).
+        """
+        kwargs["host"] = self
+        # pluggy calls the last registered first (tryfirst/trylast respected): keep its order.
+        for impl in reversed(getattr(self.pm.hook, event).get_hookimpls()):
+            try:
+                impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            except Exception:
+                log.exception("plugin %s: its %s listener failed; the change itself is stored", impl.plugin_name, event)
 
     def close(self) -> None:
         self.links.close()

@@ -29,46 +29,59 @@ def installed_plugins() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = ()) -> pluggy.PluginManager:
+def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = (), source: str = "PLUGINS") -> pluggy.PluginManager:
     """A PluginManager with the defaults, the named installed plugins and ``extra`` objects.
 
+    Raises StartupError naming every unknown plugin name and hook implementation that matches no
+    hook (see :func:`load_plugins`).
+    """
+    pm, problems = load_plugins(names, extra, source)
+    if problems:
+        raise StartupError("; ".join(problems), problems=problems)
+    return pm
+
+
+def load_plugins(
+    names: Iterable[str], extra: Iterable[Any] = (), source: str = "PLUGINS"
+) -> tuple[pluggy.PluginManager, list[str]]:
+    """The plugin manager of every plugin that loads, and a problem for each that does not.
+
     A name with a dot is imported as a module (an unpackaged plugin); other names are looked up
-    among installed entry points. Raises StartupError for an unknown plugin name or a hook
-    implementation that matches no hook.
+    among installed entry points. ``source`` names where the list was written (``PLUGINS`` or
+    ``HOSTCORE_PLUGINS``).
     """
     pm = pluggy.PluginManager("hostcore")
     pm.add_hookspecs(hookspecs)
     for module in DEFAULT_PLUGINS:
         pm.register(__import__(module, fromlist=["_"]), name=module)
     available = installed_plugins()
+    problems = []
     for name in names:
         if pm.has_plugin(name):
-            raise StartupError(f"PLUGINS: {name!r} is listed twice; list each plugin once")
-        if "." in name:  # a module path: a plugin that is not packaged (site code, tests)
+            problems.append(f"{source}: {name!r} is listed twice; list each plugin once")
+        elif "." in name:  # a module path: a plugin that is not packaged (site code, tests)
             try:
-                site_module = importlib.import_module(name)
+                pm.register(importlib.import_module(name), name=name)
             except ImportError as exc:
-                raise StartupError(f"PLUGINS: cannot import {name!r} ({exc}); check the module path and PYTHONPATH") from None
-            pm.register(site_module, name=name)
-            continue
-        entry = available.get(name)
-        if entry is None:
+                problems.append(f"{source}: cannot import {name!r} ({exc}); check the module path and PYTHONPATH")
+        elif name in available:
+            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+        else:
             known = ", ".join(sorted(available)) or "none"
-            raise StartupError(
-                f"PLUGINS: no plugin named {name!r} is installed (installed: {known}); "
+            problems.append(
+                f"{source}: no plugin named {name!r} is installed (installed: {known}); "
                 f"install it (pip install hostcore-{name}) or fix the name"
             )
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
     for obj in extra:
         pm.register(obj, name=getattr(obj, "__name__", None))
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise StartupError(
+        problems.append(
             f"plugin {exc.plugin!r}: {exc}; hook implementations must match a hook in hostcore.seams.hookspecs "
             "(check the spelling)"
-        ) from None
-    return pm
+        )
+    return pm, problems
 
 
 def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:

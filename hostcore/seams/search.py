@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from hostcore.seams.settings import Setting, with_defaults
+
 
 @dataclass(frozen=True)
 class SearchDoc:
@@ -54,14 +56,16 @@ class SearchBackend(ABC):
 
     Must implement :meth:`update`, :meth:`search` and :meth:`hashes`. Writes may come from several
     processes at once (gunicorn workers, the CLI): a backend serialises them itself and never lets a
-    lock error reach the caller. The constructor receives the folder for its files and its config.
+    lock error reach the caller. The constructor receives the folder for its files and its config
+    (``PLUGIN_CONFIG.<name>`` checked against :attr:`settings`, defaults filled in).
     """
 
     name: ClassVar[str] = ""
+    settings: ClassVar[Mapping[str, Setting]] = {}  # the PLUGIN_CONFIG keys it takes
 
     def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
         self.root = Path(root)
-        self.config = dict(config or {})
+        self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} search backend")
 
     @abstractmethod
     def update(self, docs: Sequence[SearchDoc] = (), removed: Sequence[str] = ()) -> None:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Final
 
 from hostcore.domain.hashes import blob_hash
 from hostcore.errors import NotFound, Unavailable, ValidationError
+from hostcore.seams.settings import Setting, with_defaults
 
 
 class _Any:
@@ -105,15 +106,18 @@ class Storage(ABC):
     Must implement: :meth:`read`, :meth:`list`, :meth:`apply` and, where cheaper than reading,
     :meth:`hash`. Backends with history also implement :meth:`history` and :meth:`read_at`.
     Registered by name through the ``register_storage_backends`` hook; the ``STORAGE`` setting
-    picks one. The constructor receives the instance data folder and the plugin's config.
+    picks one. The constructor receives the instance data folder and the plugin's config: the
+    ``PLUGIN_CONFIG.<name>`` table, checked against :attr:`settings` and with their defaults filled
+    in (``path``, the folder, is the host's and never reaches the backend).
     """
 
     name: ClassVar[str] = ""
     has_history: ClassVar[bool] = False
+    settings: ClassVar[Mapping[str, Setting]] = {}  # the PLUGIN_CONFIG keys it takes
 
     def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
         self.root = Path(root)
-        self.config = dict(config or {})
+        self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} storage backend")
 
     # --- what a backend implements -------------------------------------------------------
 
