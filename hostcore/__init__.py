@@ -4,6 +4,7 @@ This module is the public surface: plugins import from here and nowhere else in 
 """
 
 from .auth import SYSTEM, Principal, Unauthorized
+from .derived import Rebuild, damaged, file_id, recover_sqlite, set_aside
 from .errors import (
     ConfigError,
     Conflict,
@@ -58,6 +59,7 @@ __all__ = [
     "Put",
     "QueryNode",
     "RateLimited",
+    "Rebuild",
     "Revision",
     "SearchBackend",
     "SearchDoc",
@@ -77,11 +79,15 @@ __all__ = [
     "check_path",
     "check_slug",
     "create_app",
+    "damaged",
+    "file_id",
     "hookimpl",
     "parse_query",
     "positive_leaves",
     "prompt",
+    "recover_sqlite",
     "resource",
+    "set_aside",
     "tool",
     "wiki_links",
     "__version__",

@@ -114,6 +114,9 @@ class Host:
             log.exception("a %s listener failed; the change itself is stored", event)
 
     def close(self) -> None:
+        self.links.rebuild.wait()
+        if self.search is not None:
+            self.search.rebuild.wait()
         self.links.close()
         self.storage.close()
         if self.search is not None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .derived import Rebuild
+
 
 @dataclass(frozen=True)
 class SearchDoc:
@@ -55,6 +57,12 @@ class SearchBackend(ABC):
     Must implement :meth:`update`, :meth:`search` and :meth:`hashes`. Writes may come from several
     processes at once (gunicorn workers, the CLI): a backend serialises them itself and never lets a
     lock error reach the caller. The constructor receives the folder for its files and its config.
+
+    Its files are derived data: when a backend finds them damaged (checked when it opens them, or
+    an error at run time) it sets them aside (:func:`hostcore.set_aside`,
+    :func:`hostcore.recover_sqlite`), starts again empty and calls ``self.rebuild.start()``; the
+    host then refills it from storage in the background, and searches answer Unavailable
+    meanwhile. A call that met the damage raises ``self.rebuild.error()``.
     """
 
     name: ClassVar[str] = ""
@@ -62,6 +70,7 @@ class SearchBackend(ABC):
     def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
         self.root = Path(root)
         self.config = dict(config or {})
+        self.rebuild = Rebuild(self.root / "rebuilding", "search index")
 
     @abstractmethod
     def update(self, docs: Sequence[SearchDoc] = (), removed: Sequence[str] = ()) -> None:

@@ -24,10 +24,10 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
@@ -54,6 +54,7 @@ from .remote import Pusher
 from .trees import blob_id, build, check_writable, entry_at, walk
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TREE_CACHE_LIMIT = 64 * 1024 * 1024  # largest tree object libgit2 may keep parsed in its cache
 # A live git process holds a ref lock for milliseconds; one this old was left by a killed process.
@@ -225,8 +226,9 @@ class GitStorage(Storage):
         # The commit has landed, so the save succeeded; an index that lags is caught up later.
         try:
             self._history.sync(repo, commit, parent=parent, paths=paths)
-        except sqlite3.Error:
-            log.exception("could not index commit %s; the history index catches up on its next read", commit)
+        except sqlite3.Error as exc:
+            if not self._history.recover(exc):
+                log.exception("could not index commit %s; the history index catches up on its next read", commit)
 
     # --- history ---------------------------------------------------------------------------
 
@@ -240,11 +242,20 @@ class GitStorage(Storage):
             check_path(path)
         if offset < 0 or limit < 0:
             raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
-        try:
-            self._sync_history()
-            return self._history.revisions(path, offset, limit)
-        except sqlite3.Error as exc:
-            raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+        return self._from_history(lambda: self._history.revisions(path, offset, limit))
+
+    def _from_history(self, read: Callable[[], T]) -> T:
+        """``read()`` from the caught-up history index; a damaged index is set aside and rebuilt
+        from the log first. Raises Unavailable when the index cannot be read otherwise."""
+        for attempt in range(2):
+            try:
+                self._sync_history()
+                return read()
+            except sqlite3.Error as exc:
+                if attempt == 0 and self._history.recover(exc):
+                    continue
+                raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+        raise AssertionError("unreachable")
 
     def _sync_history(self) -> None:
         """Catch the index up when the branch moved outside hostcore since it was last written."""
@@ -286,8 +297,8 @@ class GitStorage(Storage):
 
     def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
         """Path -> time of the newest commit changing it, in one indexed query per 500 paths."""
-        self._sync_history()
-        return {p: datetime.fromtimestamp(t, UTC) for p, t in self._history.last_times(paths).items()}
+        times = self._from_history(lambda: self._history.last_times(paths))
+        return {p: datetime.fromtimestamp(t, UTC) for p, t in times.items()}
 
     def status(self) -> dict[str, Any]:
         """For ``health``: the remote push state, when a remote is configured."""

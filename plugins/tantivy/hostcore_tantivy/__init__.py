@@ -19,7 +19,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-import shutil
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -46,6 +45,7 @@ from hostcore import (
     hookimpl,
     parse_query,
     positive_leaves,
+    set_aside,
 )
 
 log = logging.getLogger(__name__)
@@ -117,10 +117,10 @@ class TantivySearch(SearchBackend):
         self._folder.mkdir(exist_ok=True)
         try:
             return tantivy.Index(self._schema, path=str(self._folder), reuse=True)
-        except ValueError:
-            log.warning("tantivy: %s holds an index of another schema; rebuilding it", self._folder)
-            shutil.rmtree(self._folder)
+        except ValueError as exc:  # damaged files (tantivy checks their checksums) or another schema
+            set_aside(self._folder, "search index", str(exc))
             self._folder.mkdir()
+            self.rebuild.start()
             return tantivy.Index(self._schema, path=str(self._folder), reuse=True)
 
     # writing

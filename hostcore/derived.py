@@ -1,0 +1,174 @@
+"""Derived files: the search index, the link graph, the history index. Storage is the truth; these
+are rebuilt from it, so a damaged one is never a reason to stop the wiki.
+
+The recipe, shared by the core and the plugins that keep such files:
+
+- At start-up, :func:`check_sqlite` runs ``PRAGMA quick_check`` on the file; at run time,
+  :func:`damaged` tells a damaged file's error (``file is not a database``, ``database disk image
+  is malformed``) from any other SQLite error (busy, full disk, ...).
+- A damaged file is set aside (:func:`set_aside`: renamed to ``NAME.damaged-TIMESTAMP``, logged),
+  never deleted, and the store starts again from an empty file.
+- A :class:`Rebuild` marks the store as being rebuilt from storage, for every process: reads that
+  need it answer :class:`~hostcore.errors.Unavailable` saying so, until the rebuild is done.
+
+Other processes may still hold the set-aside file open: they compare inodes (:func:`file_id`)
+before each use and reopen the new file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import logging
+import os
+import sqlite3
+import time
+from contextlib import closing
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import Unavailable
+from .locks import FileLock
+
+log = logging.getLogger("hostcore.derived")
+
+_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+
+
+def damaged(exc: BaseException) -> bool:
+    """True when ``exc`` is SQLite saying the file itself is damaged (not busy, not a full disk)."""
+    return isinstance(exc, sqlite3.DatabaseError) and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in _DAMAGED
+
+
+def file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist: tells a replaced file from the one opened."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def set_aside(path: Path, what: str, problem: str) -> Path:
+    """Rename the damaged file or folder ``path`` (and a SQLite file's -wal and -shm) out of the way.
+
+    Returns the new name, ``NAME.damaged-YYYYmmddTHHMMSS``; logs a warning naming both.
+    """
+    path = Path(path)
+    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = target.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{n}")
+    for suffix in ("", "-wal", "-shm"):
+        source = path.with_name(path.name + suffix)
+        if suffix and path.is_dir():
+            break
+        if source.exists():
+            os.replace(source, target.with_name(target.name + suffix))
+    log.warning("%s: %s is damaged (%s); set aside as %s, rebuilding it from storage", what, path, problem, target.name)
+    return target
+
+
+def _quick_check(path: Path) -> str | None:
+    """What ``PRAGMA quick_check`` finds wrong with the SQLite file at ``path``; None when it is sound."""
+    try:
+        with closing(sqlite3.connect(path, timeout=30)) as db:
+            rows = db.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        if not damaged(exc):
+            raise
+        return str(exc)
+    return None if rows == [("ok",)] else "; ".join(str(r[0]) for r in rows[:3])
+
+
+def recover_sqlite(
+    path: Path, what: str, *, error: BaseException | None = None, opened: tuple[int, int] | None = None
+) -> bool:
+    """Set the SQLite file at ``path`` aside if it is damaged; True when it was.
+
+    Without ``error`` (start-up) the file is checked with ``PRAGMA quick_check``. With ``error``
+    (a run-time error :func:`damaged` recognised, which quick_check may not see, e.g. inside an
+    FTS5 table) it is set aside as it is, unless ``path`` is no longer the file ``opened`` (its
+    :func:`file_id`): then another process has set it aside already. This runs under a lock beside
+    the file, so processes never set aside each other's fresh files.
+    """
+    path = Path(path)
+    with FileLock(path.with_name(path.name + ".lock")):
+        current = file_id(path)
+        if current is None or (opened is not None and current != opened):
+            return False
+        problem = str(error) if error is not None else _quick_check(path)
+        if problem is None:
+            return False
+        set_aside(path, what, problem)
+        return True
+
+
+class Rebuild:
+    """One derived store's "being rebuilt from storage" state, shared by every process.
+
+    ``marker`` (a file) exists from :meth:`start` until the rebuild is done, so a process killed
+    halfway leaves the store marked and the next start-up (or the next read) finishes the job.
+    ``work``, the function that rebuilds the store, is set by whoever knows how (the host, for the
+    search index and the link graph); it runs in a background thread of one process at a time
+    (a lock beside the marker, taken without waiting), so the wiki keeps serving meanwhile.
+    """
+
+    def __init__(self, marker: Path, what: str) -> None:
+        self.marker = Path(marker)
+        self.what = what
+        self.work: Callable[[], None] | None = None
+        self.thread: threading.Thread | None = None
+        self._claim = self.marker.with_name(self.marker.name + ".lock")
+
+    @property
+    def pending(self) -> bool:
+        return self.marker.exists()
+
+    def start(self) -> None:
+        """Mark the store as needing a rebuild (it was just emptied) and begin it if ``work`` is set."""
+        self.marker.touch()
+        self.resume()
+
+    def done(self) -> None:
+        self.marker.unlink(missing_ok=True)
+
+    def error(self) -> Unavailable:
+        return Unavailable(f"the {self.what} is being rebuilt from storage after damage; try again in a minute")
+
+    def check(self) -> None:
+        """Raise :meth:`error` while the store is being rebuilt (and make sure someone is at it)."""
+        if self.marker.exists():
+            self.resume()
+            raise self.error()
+
+    def resume(self) -> None:
+        """Rebuild in a background thread if the store is marked and no process is rebuilding it."""
+        if self.work is None or not self.marker.exists():
+            return
+        fd = os.open(self._claim, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return
+        self.thread = threading.Thread(target=self._run, args=(fd,), name=f"rebuild {self.what}", daemon=True)
+        self.thread.start()
+
+    def _run(self, fd: int) -> None:
+        try:
+            if self.marker.exists():  # another process may have finished it since we looked
+                assert self.work is not None
+                self.work()
+                self.done()
+        except Exception:
+            log.exception("%s: rebuild failed; it is tried again at the next read or start-up", self.what)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def wait(self) -> None:
+        """Wait for a rebuild this process started."""
+        if self.thread is not None:
+            self.thread.join()
