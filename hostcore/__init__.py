@@ -4,10 +4,11 @@ This module is the public surface: plugins import from here and nowhere else in 
 """
 
 from .auth import SYSTEM, Principal, Unauthorized
-from .derived import Rebuild, damaged, file_id, recover_sqlite, set_aside
+from .derived import Rebuild, connect, damaged, file_id, recover_sqlite, set_aside
 from .errors import (
     ConfigError,
     Conflict,
+    DiskFull,
     Forbidden,
     HostcoreError,
     InsufficientScope,
@@ -24,7 +25,7 @@ from .pages import Page, check_namespace, check_slug, wiki_links
 from .query import And, Not, Or, Phrase, QueryNode, Tag, Term, parse_query, positive_leaves
 from .resources import prompt, resource
 from .search import SearchBackend, SearchDoc, SearchHit, SearchResults
-from .storage import ANY, Change, Delete, Operation, Put, Revision, Storage, blob_hash, check_path
+from .storage import ANY, Change, Delete, Operation, Put, Revision, Storage, blob_hash, check_path, disk_full, out_of_space
 from .tools import Tool, tool
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "Delete",
+    "DiskFull",
     "FileLock",
     "Forbidden",
     "HostcoreError",
@@ -78,10 +80,13 @@ __all__ = [
     "check_namespace",
     "check_path",
     "check_slug",
+    "connect",
     "create_app",
     "damaged",
+    "disk_full",
     "file_id",
     "hookimpl",
+    "out_of_space",
     "parse_query",
     "positive_leaves",
     "prompt",

@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_REQUEST_BYTES": 8 * 1024 * 1024,
     "TITLE": "hostcore",
     "LOG_LEVEL": "INFO",
+    "MIN_FREE_BYTES": 32 * 1024 * 1024,
 }
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
@@ -44,6 +45,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "MAX_REQUEST_BYTES": int,
     "TITLE": str,
     "LOG_LEVEL": str,
+    "MIN_FREE_BYTES": int,
 }
 
 

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .derived import Rebuild, damaged, file_id, recover_sqlite
+from .derived import Rebuild, connect, damaged, file_id, recover_sqlite
 from .pages import Page, wiki_links
 
 SCHEMA_VERSION = 2
@@ -73,7 +73,7 @@ class LinkGraph:
             db = self._local.db = None
         if db is None:
             self._local.opened = opened  # what a damaged file found while opening is recognised by
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
@@ -90,7 +90,7 @@ class LinkGraph:
             except BaseException:
                 db.close()
                 raise
-            self._local.db, self._local.opened = db, file_id(self.path)
+            self._local.db, self._local.opened = db, opened  # None: a snapshot on a full disk, reopened at next use
         return db
 
     @contextmanager

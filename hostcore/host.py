@@ -14,11 +14,11 @@ from typing import Any
 import pluggy
 
 from .auth import Principal
-from .errors import StartupError
+from .errors import DiskFull, StartupError
 from .graph import LinkGraph
 from .resources import Prompt, Resource
 from .search import SearchBackend
-from .storage import Storage
+from .storage import Storage, disk_full
 from .tools import Tool
 
 log = logging.getLogger("hostcore")
@@ -95,6 +95,18 @@ class Host:
             raise StartupError(f"{setting}: no {kind} backend named {name!r} is loaded (loaded: {known}); add its plugin to PLUGINS")
         settings = self.plugin_config(name)
         return cls(self.instance_path / settings.pop("path", folder), settings)
+
+    def disk_full(self) -> bool:
+        """True when a disk holding the wiki's files (instance folder, storage, search index) has
+        less than ``MIN_FREE_BYTES`` free: room kept so a change's index and history updates never
+        fail after the change itself landed."""
+        folders = [self.instance_path, self.storage.root] + ([self.search.root] if self.search is not None else [])
+        return any(disk_full(folder, self.config["MIN_FREE_BYTES"]) for folder in folders)
+
+    def require_space(self) -> None:
+        """Raise DiskFull (nothing is written) when :meth:`disk_full`."""
+        if self.disk_full():
+            raise DiskFull()
 
     def start(self) -> None:
         """Run every plugin's ``startup`` hook (config checks, catch-up)."""

@@ -98,6 +98,12 @@ def rebuild(host: Host, name: str, catch_up: Callable[..., tuple[int, int]]) -> 
 
 @hookimpl
 def startup(host: Host) -> None:
+    if host.disk_full():
+        log.warning(
+            "the wiki's disk is full (less than MIN_FREE_BYTES free): serving reads and searches only, writes are "
+            "refused until space is freed; the indexes catch up at the next start-up"
+        )
+        return
     stores = (("link graph", host.links, catch_up_links), ("search index", host.search, catch_up_search))
     for name, store, catch_up in stores:
         if store is None:

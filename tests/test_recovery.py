@@ -82,7 +82,7 @@ def assert_serves_everything(host: Host) -> None:
 
 def set_aside(instance: Path, which: str) -> list[str]:
     path = instance / FILES[which]
-    return sorted(p.name for p in path.parent.iterdir() if p.name.startswith(path.name + ".damaged-"))
+    return sorted(p.name for p in path.parent.glob(path.name + ".damaged-*") if not p.name.endswith(("-wal", "-shm")))
 
 
 @pytest.mark.parametrize("how", ["garbage", "truncated", "midway"])
@@ -175,3 +175,26 @@ def test_reindex_works_on_a_damaged_file(instance: Path, which: str) -> None:
         assert_serves_everything(host)
     finally:
         host.close()
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "midway"])
+def test_a_damaged_tantivy_index_is_set_aside_and_rebuilt(instance: Path, how: str) -> None:
+    config = {**CONFIG, "PLUGINS": ["git", "tokens", "tantivy"], "SEARCH": "tantivy"}
+    create_app(config, instance_path=instance).extensions["hostcore"].close()  # builds the tantivy index
+    folder = instance / "search" / "tantivy-v1"
+    for segment in folder.glob("*.term"):
+        if how == "midway":
+            data = segment.read_bytes()
+            segment.write_bytes(data[: len(data) // 4] + b"\xa5" * (len(data) // 2) + data[len(data) * 3 // 4 :])
+        else:
+            damage(segment, how) if how == "truncated" else segment.write_bytes(b"garbage" * 100)
+    host = create_app(config, instance_path=instance).extensions["hostcore"]
+    try:
+        if how == "midway":  # tantivy checks a file's footer when it opens it, the middle only when reading it
+            with pytest.raises(Unavailable, match="the search index is being rebuilt from storage after damage"):
+                host.wiki(SYSTEM).search("word77")
+        wait_for_rebuilds(host)
+        assert_serves_everything(host)
+    finally:
+        host.close()
+    assert len(list((instance / "search").glob("tantivy-v1.damaged-*"))) == 1

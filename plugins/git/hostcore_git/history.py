@@ -26,7 +26,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
-from hostcore import Revision, damaged, file_id, recover_sqlite
+from hostcore import Revision, connect, damaged, file_id, recover_sqlite
 
 from .trees import changed
 
@@ -66,7 +66,7 @@ class HistoryIndex:
             self._conn = None
         if self._conn is None or self._pid != os.getpid():
             self._opened = current
-            conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
+            conn, opened = connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -74,7 +74,7 @@ class HistoryIndex:
                 conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits;")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
-            self._conn, self._pid, self._opened = conn, os.getpid(), file_id(self.file)
+            self._conn, self._pid, self._opened = conn, os.getpid(), opened  # None: a snapshot on a full disk
         return self._conn
 
     def recover(self, exc: BaseException) -> bool:

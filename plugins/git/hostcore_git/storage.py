@@ -38,6 +38,7 @@ from hostcore import (
     ConfigError,
     Conflict,
     Delete,
+    DiskFull,
     FileLock,
     NotFound,
     Operation,
@@ -47,6 +48,7 @@ from hostcore import (
     Unavailable,
     ValidationError,
     check_path,
+    out_of_space,
 )
 
 from .history import HistoryIndex
@@ -101,7 +103,12 @@ class GitStorage(Storage):
             self._branch = head_ref.target
             self._history = HistoryIndex(self.root / "hostcore-history.sqlite")
             head = self._head(repo)
-            self._history.sync(repo, head)
+            try:
+                self._history.sync(repo, head)
+            except sqlite3.OperationalError as exc:  # a full disk: the wiki still starts, for reading
+                if not out_of_space(exc, self.root):
+                    raise
+                log.warning("the history index cannot catch up on a full disk (%s); it does at the first read with space", exc)
         remote = self.config.get("remote")
         self._pusher = Pusher(self.root, self._branch, str(remote)) if remote else None
         if self._pusher is not None and head is not None and self._pusher.pushed_commit() != str(head):
@@ -175,6 +182,22 @@ class GitStorage(Storage):
         """
         for op in ops:
             check_path(op.path)
+        try:
+            wanted, committed = self._commit(ops, change)
+        except (OSError, pygit2.GitError) as exc:
+            # Objects written before the disk filled are unreferenced garbage; the branch has not moved.
+            if out_of_space(exc, self.root):
+                raise DiskFull() from exc
+            raise
+        if committed and self._pusher is not None:
+            self._pusher.notify()
+        return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
+
+    def _commit(self, ops: Sequence[Operation], change: Change) -> tuple[dict[str, pygit2.Oid | None], bool]:
+        """Write the blobs, then commit and move the branch under the lock.
+
+        Returns (path -> blob id, None for a delete; whether a commit was made).
+        """
         repo = self._repo()
         wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
         signature = _signature(change)
@@ -192,9 +215,7 @@ class GitStorage(Storage):
                     break
             else:
                 raise Unavailable("the branch kept moving under pushes from outside; try again")
-        if changes and self._pusher is not None:
-            self._pusher.notify()
-        return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
+        return wanted, bool(changes)
 
     def _move_branch(self, repo: pygit2.Repository, parent: pygit2.Oid | None, commit: pygit2.Oid) -> bool:
         """Point the branch at ``commit`` if it still points at ``parent``; False if it moved.
@@ -212,7 +233,9 @@ class GitStorage(Storage):
                         return False
                     ref.set_target(commit)  # libgit2 compares with the target read above
                 return True
-            except (KeyError, pygit2.GitError):
+            except (KeyError, pygit2.GitError) as exc:
+                if out_of_space(exc, self.root):
+                    raise
                 return False
             except OSError:
                 lock = self.root / f"{self._branch}.lock"

@@ -51,6 +51,7 @@ from hostcore import (
     Term,
     Unavailable,
     ValidationError,
+    connect,
     damaged,
     file_id,
     hookimpl,
@@ -164,8 +165,9 @@ class SqliteSearch(SearchBackend):
 
     # connections: a small pool, one connection per concurrent thread, all closed by close()
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    def _connect(self) -> tuple[sqlite3.Connection, Any]:
+        """A new connection and the id of the file it opened (None: a read-only snapshot on a full disk)."""
+        db, opened = connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._retry(lambda: db.execute("PRAGMA journal_mode=WAL"))
@@ -180,7 +182,7 @@ class SqliteSearch(SearchBackend):
         except BaseException:
             db.close()
             raise
-        return db
+        return db, opened
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -199,7 +201,7 @@ class SqliteSearch(SearchBackend):
         try:
             if db is None:
                 opened = current
-                db = self._connect()
+                db, opened = self._connect()
             yield db
         except BaseException as exc:
             if db is not None and (db.in_transaction or damaged(exc)):
