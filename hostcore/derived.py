@@ -3,7 +3,7 @@ are rebuilt from it, so a damaged one is never a reason to stop the wiki.
 
 The recipe, shared by the core and the plugins that keep such files:
 
-- At start-up, :func:`check_sqlite` runs ``PRAGMA quick_check`` on the file; at run time,
+- At start-up, :func:`recover_sqlite` runs ``PRAGMA quick_check`` on the file; at run time,
   :func:`damaged` tells a damaged file's error (``file is not a database``, ``database disk image
   is malformed``) from any other SQLite error (busy, full disk, ...).
 - A damaged file is set aside (:func:`set_aside`: renamed to ``NAME.damaged-TIMESTAMP``, logged),
@@ -12,19 +12,20 @@ The recipe, shared by the core and the plugins that keep such files:
   need it answer :class:`~hostcore.errors.Unavailable` saying so, until the rebuild is done.
 
 Other processes may still hold the set-aside file open: they compare inodes (:func:`file_id`)
-before each use and reopen the new file.
+before each use and reopen the new file. :func:`connect` keeps SQLite files readable on a full
+disk.
 """
 
 from __future__ import annotations
 
 import fcntl
-import threading
 import logging
 import os
 import sqlite3
+import threading
 import time
-from contextlib import closing, suppress
 from collections.abc import Callable
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -124,7 +125,7 @@ def recover_sqlite(
 
     Without ``error`` (start-up) the file is checked with ``PRAGMA quick_check``, unless it has
     not changed since it last passed (``NAME.checked`` records when): the check reads the whole
-    file (0.7 s for a search index of 50,000 pages), and every gunicorn worker starts the same way.
+    file (0.3 s for a search index of 50,000 pages), and every gunicorn worker starts the same way.
     With ``error`` (a run-time error :func:`damaged` recognised, which quick_check may not see,
     e.g. inside an FTS5 table) it is set aside as it is, unless ``path`` is no longer the file
     ``opened`` (its :func:`file_id`): then another process has set it aside already. This runs

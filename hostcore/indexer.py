@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from .errors import Unavailable
 from .hookspecs import hookimpl
 from .pages import Page, page_path, slug_from_path
 from .search import SearchDoc
@@ -75,6 +76,8 @@ def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -
 def _safely(what: str, fn: Callable[[], object]) -> None:
     try:
         fn()
+    except Unavailable as exc:  # e.g. the index was found damaged and is being rebuilt: that takes this change in
+        log.warning("%s skipped: %s", what, exc)
     except Exception:
         log.exception("%s failed; it is repaired at the next start-up (or run `hostcore reindex`)", what)
 

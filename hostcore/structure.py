@@ -75,6 +75,7 @@ class StructureMixin:
             result = self.save_page(slug, basehash=basehash, title=title)
             return {"slug": slug, "old_slug": slug, "title": title, "hash": result["hash"], "rewritten": [], "failed_links": []}
         self._check_movable(slug, new_slug, "title")
+        self.host.links.rebuild.check()  # links to rewrite come from the graph: never rename halfway
         renamed = self._relocate(current, replace(current, slug=new_slug, title=title).stored(), basehash, "rename_page")
         rewritten, failed = self._rewrite_links_to(slug, new_slug)
         return {"slug": new_slug, "old_slug": slug, "title": title, "hash": renamed.hash, "rewritten": rewritten, "failed_links": failed}

@@ -124,8 +124,8 @@ def test_search_during_a_rebuild_answers_unavailable(instance: Path) -> None:
     host = start(instance)
     try:
         host.search.rebuild.wait()
-        host.search.rebuild.marker.touch()  # as seen from another worker while one is rebuilding
-        host.search.rebuild.work = None
+        host.search.rebuild.work = None  # as seen from another worker while one is rebuilding
+        host.search.rebuild.marker.touch()
         with pytest.raises(Unavailable, match="being rebuilt"):
             host.wiki(SYSTEM).search("word1")
         host.search.rebuild.done()
@@ -198,3 +198,19 @@ def test_a_damaged_tantivy_index_is_set_aside_and_rebuilt(instance: Path, how: s
     finally:
         host.close()
     assert len(list((instance / "search").glob("tantivy-v1.damaged-*"))) == 1
+
+
+def test_rename_waits_for_the_link_graph_rebuild_and_changes_nothing_meanwhile(instance: Path) -> None:
+    host = start(instance)
+    try:
+        wiki = host.wiki(SYSTEM)
+        page = wiki.read_page("notes/p5")
+        host.links.rebuild.work = None  # another worker is rebuilding the graph
+        host.links.rebuild.marker.touch()
+        with pytest.raises(Unavailable, match="the link graph is being rebuilt"):
+            wiki.rename_page("notes/p5", "Renamed", page["hash"])
+        assert wiki.read_page("notes/p5")["hash"] == page["hash"]
+        host.links.rebuild.done()
+        assert wiki.rename_page("notes/p5", "Renamed", page["hash"])["rewritten"] == ["notes/p4"]
+    finally:
+        host.close()

@@ -4,8 +4,8 @@ The repository is bare: there is no working tree or index to keep in step, commi
 the object level, and operators clone it, pull from it and push into it with ordinary git (a push
 into a non-bare repository's checked-out branch is refused by git). Next to git's own files the
 folder holds hostcore's: ``hostcore.lock`` (the write lock), ``hostcore-history.sqlite`` (the
-history index, see :mod:`hostcore_git.history`) and, with a remote, ``hostcore-push.json``. Git
-ignores them and never clones or pushes them.
+history index, see :mod:`hostcore_git.history`, with its ``.lock`` and ``.checked``) and, with a
+remote, ``hostcore-push.json``. Git ignores them and never clones or pushes them.
 
 A write runs in two steps. Blobs are written first, outside any lock (they are content-addressed,
 so an unused one is harmless garbage). Then, under an inter-process file lock: the branch head is
