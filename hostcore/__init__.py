@@ -19,6 +19,7 @@ from hostcore.domain.query import (
 from hostcore.errors import (
     ConfigError,
     Conflict,
+    DiskFull,
     Forbidden,
     HostcoreError,
     InsufficientScope,
@@ -27,6 +28,7 @@ from hostcore.errors import (
     Unavailable,
     ValidationError,
 )
+from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite, set_aside
 from hostcore.seams.extract import ExtractionFailed, Extractor
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.locks import FileLock
@@ -43,6 +45,8 @@ from hostcore.seams.storage import (
     Storage,
     blob_hash,
     check_path,
+    disk_full,
+    out_of_space,
 )
 from hostcore.seams.tool import Tool, tool
 
@@ -65,6 +69,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "Delete",
+    "DiskFull",
     "ExtractionFailed",
     "Extractor",
     "FileLock",
@@ -80,6 +85,7 @@ __all__ = [
     "Principal",
     "Put",
     "QueryNode",
+    "Rebuild",
     "Revision",
     "SearchBackend",
     "SearchDoc",
@@ -99,12 +105,19 @@ __all__ = [
     "check_namespace",
     "check_path",
     "check_slug",
+    "connect",
     "create_app",
+    "damaged",
+    "disk_full",
+    "file_id",
     "hookimpl",
+    "out_of_space",
     "parse_query",
     "positive_leaves",
     "prompt",
+    "recover_sqlite",
     "resource",
+    "set_aside",
     "tool",
     "wiki_links",
 ]

@@ -59,6 +59,17 @@ class Unavailable(HostcoreError):
     code = "unavailable"
 
 
+class DiskFull(Unavailable):
+    """A write refused because the disk holding the wiki (or its indexes) is full. Nothing changed."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(
+            message
+            or "no space left on the wiki's disk; nothing was changed. Reading and searching go on; ask the "
+            "wiki's operator to free space on that disk, then try again"
+        )
+
+
 class InternalError(HostcoreError):
     """An unexpected failure; the message carries a reference to the server log entry."""
 

@@ -307,18 +307,25 @@ def tools_(obj: CliContext, markdown: bool) -> None:
 @instance_option
 @click.pass_obj
 def reindex(obj: CliContext) -> None:
-    """Rebuild the search index from storage."""
+    """Rebuild the search index (and catch up the link graph) from storage.
+
+    Works on any instance whose storage is readable: damaged index files are set aside as the host
+    opens them, and the start-up hooks (which would rebuild in the background) do not run.
+    """
     from hostcore.domain.pages import slug_from_path
     from hostcore.indexes.indexer import catch_up_links, catch_up_search
 
-    host = obj.host()
+    host = build_host(obj.instance, start=False)
     if host.search is None:
         raise click.ClickException("no search backend is configured (SEARCH is empty)")
     host.search.clear()
     total = sum(1 for path in host.storage.list() if slug_from_path(path))
     with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
         indexed, _removed = catch_up_search(host, progress=bar.update)
+    host.search.rebuild.done()
     catch_up_links(host)
+    host.links.rebuild.done()
+    host.close()
     click.echo(f"indexed {indexed} pages")
 
 

@@ -38,6 +38,9 @@ SETTINGS: dict[str, Setting] = {
     "MAX_REQUEST_BYTES": Setting(int, 8 * 1024 * 1024, "request body limit"),
     "TITLE": Setting(str, "hostcore", "the wiki's name"),
     "LOG_LEVEL": Setting(str, "INFO", "level of hostcore's and its plugins' log records"),
+    "MIN_FREE_BYTES": Setting(
+        int, 32 * 1024 * 1024, "free space a write needs on every disk holding the wiki; below it writes are refused"
+    ),
 }
 DEFAULTS: dict[str, Any] = {key: setting.default for key, setting in SETTINGS.items()}
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from hostcore.domain.principal import Principal
-from hostcore.errors import StartupError
+from hostcore.errors import DiskFull, StartupError
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
 from hostcore.indexes.link_graph import LinkGraph
@@ -23,7 +23,7 @@ from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.settings import Setting, settings_problems
-from hostcore.seams.storage import Storage
+from hostcore.seams.storage import Storage, disk_full
 from hostcore.seams.tool import Tool
 
 if TYPE_CHECKING:
@@ -164,6 +164,18 @@ class Host:
         settings = self.plugin_config(cls.name)
         return cls(self.instance_path / settings.pop("path", folder), settings)
 
+    def disk_full(self) -> bool:
+        """True when a disk holding the wiki's files (instance folder, storage, search index) has
+        less than ``MIN_FREE_BYTES`` free: room kept so a change's index and history updates never
+        fail after the change itself landed."""
+        folders = [self.instance_path, self.storage.root] + ([self.search.root] if self.search is not None else [])
+        return any(disk_full(folder, self.config["MIN_FREE_BYTES"]) for folder in folders)
+
+    def require_space(self) -> None:
+        """Raise DiskFull (nothing is written) when :meth:`disk_full`."""
+        if self.disk_full():
+            raise DiskFull()
+
     def start(self) -> None:
         """Run every plugin's ``startup`` hook (config checks, catch-up)."""
         self.pm.hook.startup(host=self)
@@ -187,6 +199,9 @@ class Host:
                 log.exception("plugin %s: its %s listener failed; the change itself is stored", impl.plugin_name, event)
 
     def close(self) -> None:
+        self.links.rebuild.wait()
+        if self.search is not None:
+            self.search.rebuild.wait()
         self.links.close()
         self.storage.close()
         if self.search is not None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from typing_extensions import TypedDict
 
 from hostcore.domain.pages import Page, wiki_links
+from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite
 
 
 class LinkingPage(TypedDict):
@@ -31,7 +33,8 @@ class StaleRow(TypedDict):
     slug: str
     changed: float  # epoch seconds
 
-SCHEMA_VERSION = 2
+
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     slug TEXT PRIMARY KEY,
@@ -42,6 +45,9 @@ CREATE TABLE IF NOT EXISTS pages (
     inbound INTEGER NOT NULL DEFAULT 0  -- links from other pages
 );
 CREATE INDEX IF NOT EXISTS pages_changed ON pages(changed);
+CREATE INDEX IF NOT EXISTS pages_nocase ON pages(slug COLLATE NOCASE);
+-- every folder below a namespace that ever held a page, one row per name ignoring case (case_variant)
+CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY COLLATE NOCASE) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS pages_orphans ON pages(inbound, namespace, slug);
 CREATE TABLE IF NOT EXISTS links (
     source TEXT NOT NULL,
@@ -61,20 +67,6 @@ def _folders_of(slug: str) -> list[str]:
     return ["/".join(parts[:depth]) for depth in range(2, len(parts))]
 
 
-def _add_case_lookups(db: sqlite3.Connection) -> None:
-    """What case_variant looks up: pages by slug ignoring case, and each folder's name (one row
-    per name ignoring case). Added to a graph built before them without a rebuild."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        db.execute("CREATE INDEX IF NOT EXISTS pages_nocase ON pages(slug COLLATE NOCASE)")
-        if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'folders'").fetchone() is None:
-            db.execute("CREATE TABLE folders (path TEXT PRIMARY KEY COLLATE NOCASE) WITHOUT ROWID")
-            slugs = [r[0] for r in db.execute("SELECT slug FROM pages")]
-            db.executemany("INSERT OR REPLACE INTO folders (path) VALUES (?)", [(f,) for s in slugs for f in _folders_of(s)])
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]]:
@@ -85,27 +77,70 @@ def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]
 
 
 class LinkGraph:
-    """Pages and wiki-links in ``path`` (SQLite, WAL): shared safely by threads and processes."""
+    """Pages and wiki-links in ``path`` (SQLite, WAL): shared safely by threads and processes.
+
+    A damaged file (checked at start-up, or an error at run time) is set aside and started again
+    empty; :attr:`rebuild` then marks it until the host has rebuilt it from storage, and the reads
+    tools make (backlinks, health, page counts) answer Unavailable meanwhile.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._local = threading.local()
-        db = self._db()
-        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            # Derived data: an older layout is dropped and rebuilt by the start-up catch-up.
-            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS folders;")
-            db.executescript(_SCHEMA)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        _add_case_lookups(db)
+        self.rebuild = Rebuild(self.path.with_name(self.path.name + ".rebuilding"), "link graph")
+        if recover_sqlite(self.path, "link graph"):
+            self.rebuild.start()
+        self._db()
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
+        opened = file_id(self.path)
+        if db is not None and (opened is None or opened != self._local.opened):  # set aside by another process
+            db.close()
+            db = self._local.db = None
         if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
+            self._local.opened = opened  # what a damaged file found while opening is recognised by
+            db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                    # Derived data: an older layout (or a new file) is made anew and rebuilt by the catch-up.
+                    db.execute("BEGIN IMMEDIATE")
+                    if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                        db.execute("DROP TABLE IF EXISTS pages")
+                        db.execute("DROP TABLE IF EXISTS links")
+                        db.execute("DROP TABLE IF EXISTS folders")
+                        for statement in _SCHEMA.split(";")[:-1]:
+                            db.execute(statement)
+                        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    db.execute("COMMIT")
+            except BaseException:
+                db.close()
+                raise
+            self._local.db, self._local.opened = db, opened  # None: a snapshot on a full disk, reopened at next use
         return db
+
+    @contextmanager
+    def _guard(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; a damaged file is set aside and Unavailable raised."""
+        try:
+            yield self._db()
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc):
+                raise
+            opened = getattr(self._local, "opened", None)
+            self.close()
+            if recover_sqlite(self.path, "link graph", error=exc, opened=opened):
+                self.rebuild.start()
+            raise self.rebuild.error() from exc
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`_guard` for the reads tools make: Unavailable while the graph is being rebuilt."""
+        self.rebuild.check()
+        with self._guard() as db:
+            yield db
 
     def update(self, pages: Sequence[Page] = (), removed: Sequence[str] = (), *, times: dict[str, float] | None = None) -> None:
         """Record ``pages`` (their links, title, hash; changed now or at ``times[slug]``) and drop ``removed``.
@@ -114,7 +149,12 @@ class LinkGraph:
         health answers from indexes instead of scanning every page and link.
         """
         now = time.time()
-        db = self._db()
+        with self._guard() as db:
+            self._update(db, pages, removed, times, now)
+
+    def _update(
+        self, db: sqlite3.Connection, pages: Sequence[Page], removed: Sequence[str], times: dict[str, float] | None, now: float
+    ) -> None:
         db.execute("BEGIN IMMEDIATE")
         try:
             for slug in removed:
@@ -141,7 +181,8 @@ class LinkGraph:
                     db.execute("UPDATE pages SET inbound = inbound + 1 WHERE slug = ?", (target,))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
 
     @staticmethod
@@ -152,20 +193,23 @@ class LinkGraph:
         db.execute("DELETE FROM links WHERE source = ?", (slug,))
 
     def hashes(self) -> dict[str, str]:
-        return dict(self._db().execute("SELECT slug, hash FROM pages"))
+        with self._guard() as db:
+            return dict(db.execute("SELECT slug, hash FROM pages"))
 
     def page_counts(self) -> dict[str, int]:
         """Namespace -> number of pages in it."""
-        return dict(self._db().execute("SELECT namespace, count(*) FROM pages GROUP BY namespace"))
+        with self._reading() as db:
+            return dict(db.execute("SELECT namespace, count(*) FROM pages GROUP BY namespace"))
 
     def backlinks(self, slug: str, namespaces: Collection[str] | None) -> list[LinkingPage]:
         """Pages (slug, title) in ``namespaces`` (None: all) whose links point at ``slug``."""
         where, args = _in(namespaces, "p.namespace")
-        rows = self._db().execute(
-            f"SELECT p.slug, p.title FROM links l JOIN pages p ON p.slug = l.source "
-            f"WHERE l.target = ? AND {where} ORDER BY p.slug",
-            [slug, *args],
-        )
+        with self._reading() as db:
+            rows = db.execute(
+                f"SELECT p.slug, p.title FROM links l JOIN pages p ON p.slug = l.source "
+                f"WHERE l.target = ? AND {where} ORDER BY p.slug",
+                [slug, *args],
+            ).fetchall()
         return [LinkingPage(slug=s, title=t) for s, t in rows]
 
     def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[DanglingLink], int]:
@@ -175,8 +219,9 @@ class LinkGraph:
         target_where, target_args = _in(namespaces, "substr(target, 1, instr(target, '/') - 1)")
         sql = f"FROM links WHERE resolved = 0 AND {where} AND {target_where}"
         args = [*args, *target_args]
-        total = self._db().execute(f"SELECT count(*) {sql}", args).fetchone()[0]
-        rows = self._db().execute(f"SELECT source, target {sql} ORDER BY source, target LIMIT ?", [*args, limit])
+        with self._reading() as db:
+            total = db.execute(f"SELECT count(*) {sql}", args).fetchone()[0]
+            rows = db.execute(f"SELECT source, target {sql} ORDER BY source, target LIMIT ?", [*args, limit]).fetchall()
         return [DanglingLink({"from": s, "to": t}) for s, t in rows], total
 
     def orphans(
@@ -194,16 +239,18 @@ class LinkGraph:
             linked = f"NOT EXISTS (SELECT 1 FROM links l WHERE l.target = p.slug AND l.source != p.slug AND {sources})"
         sql = f"FROM pages p WHERE {linked} AND {where} AND p.slug NOT IN ({','.join('?' * len(skip))})"
         params = [*linked_args, *args, *skip]
-        total = self._db().execute(f"SELECT count(*) {sql}", params).fetchone()[0]
-        rows = self._db().execute(f"SELECT p.slug {sql} ORDER BY p.slug LIMIT ?", [*params, limit])
+        with self._reading() as db:
+            total = db.execute(f"SELECT count(*) {sql}", params).fetchone()[0]
+            rows = db.execute(f"SELECT p.slug {sql} ORDER BY p.slug LIMIT ?", [*params, limit]).fetchall()
         return [r[0] for r in rows], total
 
     def stale(self, namespaces: Collection[str] | None, before: float, limit: int) -> tuple[list[StaleRow], int]:
         """Readable pages last changed before ``before`` (epoch seconds), oldest first."""
         where, args = _in(namespaces, "namespace")
         sql = f"FROM pages WHERE {where} AND changed < ?"
-        total = self._db().execute(f"SELECT count(*) {sql}", [*args, before]).fetchone()[0]
-        rows = self._db().execute(f"SELECT slug, changed {sql} ORDER BY changed LIMIT ?", [*args, before, limit])
+        with self._reading() as db:
+            total = db.execute(f"SELECT count(*) {sql}", [*args, before]).fetchone()[0]
+            rows = db.execute(f"SELECT slug, changed {sql} ORDER BY changed LIMIT ?", [*args, before, limit]).fetchall()
         return [StaleRow(slug=s, changed=c) for s, c in rows], total
 
     def case_variant(self, slug: str, ignore: str = "") -> tuple[str, str] | None:
@@ -213,23 +260,24 @@ class LinkGraph:
         ``ignore``: a page to leave out (the one being moved). Slugs are ASCII, so SQLite's NOCASE
         is the whole comparison: a few indexed look-ups, however big the folder.
         """
-        db = self._db()
-        for folder in _folders_of(slug):
-            row = db.execute("SELECT path FROM folders WHERE path = ?", (folder,)).fetchone()  # a NOCASE column
-            if row is None or row[0] == folder:
-                continue
-            # The table keeps folders that have since emptied: one counts only while it holds a
-            # page, i.e. a slug in [folder + "/", folder + "0") ('0' is the character after '/').
-            held = "SELECT 1 FROM pages WHERE slug >= ? AND slug < ? AND slug != ? LIMIT 1"
-            if db.execute(held, (row[0] + "/", row[0] + "0", ignore)).fetchone():
-                return folder, row[0]
-        row = db.execute(
-            "SELECT slug FROM pages WHERE slug = ? COLLATE NOCASE AND slug != ? AND slug != ? LIMIT 1", (slug, slug, ignore)
-        ).fetchone()
+        with self._guard() as db:
+            for folder in _folders_of(slug):
+                row = db.execute("SELECT path FROM folders WHERE path = ?", (folder,)).fetchone()  # a NOCASE column
+                if row is None or row[0] == folder:
+                    continue
+                # The table keeps folders that have since emptied: one counts only while it holds a
+                # page, i.e. a slug in [folder + "/", folder + "0") ('0' is the character after '/').
+                held = "SELECT 1 FROM pages WHERE slug >= ? AND slug < ? AND slug != ? LIMIT 1"
+                if db.execute(held, (row[0] + "/", row[0] + "0", ignore)).fetchone():
+                    return folder, row[0]
+            row = db.execute(
+                "SELECT slug FROM pages WHERE slug = ? COLLATE NOCASE AND slug != ? AND slug != ? LIMIT 1", (slug, slug, ignore)
+            ).fetchone()
         return (slug, row[0]) if row is not None else None
 
     def slugs_linking_to(self, slug: str) -> list[str]:
-        return [r[0] for r in self._db().execute("SELECT source FROM links WHERE target = ? ORDER BY source", (slug,))]
+        with self._reading() as db:
+            return [r[0] for r in db.execute("SELECT source FROM links WHERE target = ? ORDER BY source", (slug,))]
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from hostcore.seams.derived import Rebuild
 from hostcore.seams.settings import Setting, with_defaults
 
 
@@ -58,6 +59,12 @@ class SearchBackend(ABC):
     processes at once (gunicorn workers, the CLI): a backend serialises them itself and never lets a
     lock error reach the caller. The constructor receives the folder for its files and its config
     (``PLUGIN_CONFIG.<name>`` checked against :attr:`settings`, defaults filled in).
+
+    Its files are derived data: when a backend finds them damaged (checked when it opens them, or
+    an error at run time) it sets them aside (:func:`hostcore.set_aside`,
+    :func:`hostcore.recover_sqlite`), starts again empty and calls ``self.rebuild.start()``; the
+    host then refills it from storage in the background, and searches answer Unavailable
+    meanwhile. A call that met the damage raises ``self.rebuild.error()``.
     """
 
     name: ClassVar[str] = ""
@@ -66,6 +73,7 @@ class SearchBackend(ABC):
     def __init__(self, root: Path, config: Mapping[str, Any] | None = None) -> None:
         self.root = Path(root)
         self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} search backend")
+        self.rebuild = Rebuild(self.root / "rebuilding", "search index")
 
     @abstractmethod
     def update(self, docs: Sequence[SearchDoc] = (), removed: Sequence[str] = ()) -> None:

@@ -14,6 +14,8 @@ hash means the same thing whatever the backend.
 from __future__ import annotations
 
 import builtins
+import errno
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +100,26 @@ def check_path(path: str) -> str:
         if part in ("", ".", ".."):
             raise ValidationError(f"invalid storage path {path!r}", field="path")
     return path
+
+
+FULL_BELOW = 1024 * 1024  # free bytes under which a disk counts as full
+
+
+def disk_full(path: Path, reserve: int = FULL_BELOW) -> bool:
+    """True when the disk holding the folder ``path`` has less than ``reserve`` bytes free."""
+    try:
+        return shutil.disk_usage(path).free < reserve
+    except OSError:
+        return False
+
+
+def out_of_space(exc: BaseException, path: Path) -> bool:
+    """True when ``exc``, raised while writing under ``path``, comes from a full disk.
+
+    Libraries do not always keep the errno (libgit2 reports ``no error`` for some failed writes),
+    so a failure while the disk is full counts as one.
+    """
+    return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc) or disk_full(path)
 
 
 class Storage(ABC):

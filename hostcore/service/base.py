@@ -27,6 +27,8 @@ class WikiBase:
         self.principal = principal
 
     def _change(self, tool: str, subject: str) -> Change:
+        """The Change a write records; raises DiskFull first when the disk has no room for it."""
+        self.host.require_space()
         client = f" via {self.principal.client}" if self.principal.client else ""
         return Change(author=self.principal.name, message=f"{tool}: {subject}{client}")
 

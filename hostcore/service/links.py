@@ -137,6 +137,7 @@ class LinksMixin(PagesMixin):
                 "rewritten": [], "failed_links": [], "hidden_failed_links": 0,
             }  # fmt: skip
         self._check_movable(slug, new_slug, "title")
+        self.host.links.rebuild.check()  # links to rewrite come from the graph: never rename halfway
         renamed = self._relocate(current, replace(current, slug=new_slug, title=title).stored(), basehash, "rename_page")
         rewritten, failed, hidden = self._rewrite_links_to(slug, new_slug)
         return {

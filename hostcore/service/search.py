@@ -71,6 +71,7 @@ class SearchMixin(WikiBase):
             check_namespace(namespace, "namespace")
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
+        self.host.search.rebuild.check()
         found = self.host.search.search(query, namespaces=scope, offset=offset, limit=limit)
         hits: list[Hit] = [
             {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)}

@@ -3,9 +3,11 @@
 - :class:`StorageConformance` (``storage_suite``): subclass it with ``make_storage(root)``.
 - :class:`SearchConformance` (``search_suite``): subclass it with ``make_backend(root)``.
 - :func:`plugin_manager`: hostcore's hooks with your plugin registered, to call its hooks.
+- :func:`small_disk`, :func:`fill_disk`: a real full disk (a tmpfs; needs root).
 - ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port.
 """
 
+from hostcore.testing.disks import fill_disk, small_disk
 from hostcore.testing.plugins import plugin_manager
 from hostcore.testing.search_suite import SearchConformance, search_doc
 from hostcore.testing.servers import (
@@ -24,11 +26,13 @@ __all__ = [
     "StorageConformance",
     "cli",
     "create_token",
+    "fill_disk",
     "free_port",
     "hostcore_cmd",
     "hostcore_env",
     "plugin_manager",
     "search_doc",
+    "small_disk",
     "start_server",
     "stop_process_group",
 ]

@@ -6,13 +6,15 @@ first is ``seq`` descending. Hostcore appends each of its own commits in the loc
 moved the branch; commits made outside hostcore (a ``git push`` into the repository, a commit by
 hand) are caught up by walking from the last indexed commit to the branch head. When the branch
 was rewritten so that the last indexed commit is no longer an ancestor of the head, the index is
-rebuilt from the whole log. The file is derived data: deleting it only costs one rebuild.
+rebuilt from the whole log. The file is derived data: deleting it only costs one rebuild, and a
+damaged one (``PRAGMA quick_check`` when opened, an error at run time) is set aside and rebuilt.
 
 Every method that writes must be called under the storage's write lock.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -24,7 +26,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
-from hostcore import Revision
+from hostcore import Revision, connect, damaged, file_id, recover_sqlite
 
 from .trees import changed
 
@@ -40,6 +42,9 @@ CREATE TABLE IF NOT EXISTS changes (
 CREATE INDEX IF NOT EXISTS changes_by_seq ON changes (seq, path);
 """
 MAX_PATHS = 100  # paths listed per revision; path_count has the total
+PROGRESS_EVERY = 10_000  # commits between progress lines of a rebuild
+
+log = logging.getLogger(__name__)
 
 class HistoryIndex:
     """The per-path history of one branch, stored in ``file``."""
@@ -49,11 +54,19 @@ class HistoryIndex:
         self._guard = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._opened: tuple[int, int] | None = None
+        recover_sqlite(self.file, "history index")
 
     def _db(self) -> sqlite3.Connection:
-        # A connection must not cross a fork: a child process opens its own.
+        # A connection must not cross a fork: a child process opens its own. Nor outlive its file,
+        # set aside as damaged by another process.
+        current = file_id(self.file)
+        if self._conn is not None and self._pid == os.getpid() and current != self._opened:
+            self._conn.close()
+            self._conn = None
         if self._conn is None or self._pid != os.getpid():
-            conn = sqlite3.connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
+            self._opened = current
+            conn, opened = connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -61,8 +74,21 @@ class HistoryIndex:
                 conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits;")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
-            self._conn, self._pid = conn, os.getpid()
+            self._conn, self._pid, self._opened = conn, os.getpid(), opened  # None: a snapshot on a full disk
         return self._conn
+
+    def recover(self, exc: BaseException) -> bool:
+        """After ``exc``: when it says the file is damaged, set the file aside (the next :meth:`sync`
+        rebuilds it from the log) and return True."""
+        if not damaged(exc):
+            return False
+        with self._guard:
+            opened = self._opened
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+        recover_sqlite(self.file, "history index", error=exc, opened=opened)
+        return True
 
     def close(self) -> None:
         """Close this process's connection."""
@@ -106,8 +132,12 @@ class HistoryIndex:
                 walker = repo.walk(head, SortMode.TOPOLOGICAL | SortMode.REVERSE)
                 if last is not None:
                     walker.hide(last)
-                for commit in walker:
+                else:
+                    log.info("history index: building it from the git log")
+                for count, commit in enumerate(walker, 1):
                     _insert(db, commit, changed_paths(commit))
+                    if count % PROGRESS_EVERY == 0:
+                        log.info("history index: %d commits indexed", count)
 
     def revisions(self, path: str | None, offset: int, limit: int) -> list[Revision]:
         """Indexed revisions newest first, only those changing ``path`` when given."""
@@ -167,7 +197,8 @@ class HistoryIndex:
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
 

@@ -4,8 +4,8 @@ The repository is bare: there is no working tree or index to keep in step, commi
 the object level, and operators clone it, pull from it and push into it with ordinary git (a push
 into a non-bare repository's checked-out branch is refused by git). Next to git's own files the
 folder holds hostcore's: ``hostcore.lock`` (the write lock), ``hostcore-history.sqlite`` (the
-history index, see :mod:`hostcore_git.history`) and, with a remote, ``hostcore-push.json``. Git
-ignores them and never clones or pushes them.
+history index, see :mod:`hostcore_git.history`, with its ``.lock`` and ``.checked``) and, with a
+remote, ``hostcore-push.json``. Git ignores them and never clones or pushes them.
 
 A write runs in two steps. Blobs are written first, outside any lock (they are content-addressed,
 so an unused one is harmless garbage). Then, under an inter-process file lock: the branch head is
@@ -24,10 +24,10 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
@@ -38,6 +38,7 @@ from hostcore import (
     ConfigError,
     Conflict,
     Delete,
+    DiskFull,
     FileLock,
     NotFound,
     Operation,
@@ -48,6 +49,7 @@ from hostcore import (
     Unavailable,
     ValidationError,
     check_path,
+    out_of_space,
 )
 
 from .history import HistoryIndex
@@ -55,6 +57,7 @@ from .remote import Pusher
 from .trees import blob_id, build, check_writable, entry_at, walk
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TREE_CACHE_LIMIT = 64 * 1024 * 1024  # largest tree object libgit2 may keep parsed in its cache
 # A live git process holds a ref lock for milliseconds; one this old was left by a killed process.
@@ -104,7 +107,12 @@ class GitStorage(Storage):
             self._branch = head_ref.target
             self._history = HistoryIndex(self.root / "hostcore-history.sqlite")
             head = self._head(repo)
-            self._history.sync(repo, head)
+            try:
+                self._history.sync(repo, head)
+            except sqlite3.OperationalError as exc:  # a full disk: the wiki still starts, for reading
+                if not out_of_space(exc, self.root):
+                    raise
+                log.warning("the history index cannot catch up on a full disk (%s); it does at the first read with space", exc)
         remote = self.config["remote"]
         self._pusher = Pusher(self.root, self._branch, str(remote)) if remote else None
         if self._pusher is not None and head is not None and self._pusher.pushed_commit() != str(head):
@@ -178,6 +186,22 @@ class GitStorage(Storage):
         """
         for op in ops:
             check_path(op.path)
+        try:
+            wanted, committed = self._commit(ops, change)
+        except (OSError, pygit2.GitError) as exc:
+            # Objects written before the disk filled are unreferenced garbage; the branch has not moved.
+            if out_of_space(exc, self.root):
+                raise DiskFull() from exc
+            raise
+        if committed and self._pusher is not None:
+            self._pusher.notify()
+        return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
+
+    def _commit(self, ops: Sequence[Operation], change: Change) -> tuple[dict[str, pygit2.Oid | None], bool]:
+        """Write the blobs, then commit and move the branch under the lock.
+
+        Returns (path -> blob id, None for a delete; whether a commit was made).
+        """
         repo = self._repo()
         wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
         signature = _signature(change)
@@ -195,9 +219,7 @@ class GitStorage(Storage):
                     break
             else:
                 raise Unavailable("the branch kept moving under pushes from outside; try again")
-        if changes and self._pusher is not None:
-            self._pusher.notify()
-        return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
+        return wanted, bool(changes)
 
     def _move_branch(self, repo: pygit2.Repository, parent: pygit2.Oid | None, commit: pygit2.Oid) -> bool:
         """Point the branch at ``commit`` if it still points at ``parent``; False if it moved.
@@ -215,7 +237,9 @@ class GitStorage(Storage):
                         return False
                     ref.set_target(commit)  # libgit2 compares with the target read above
                 return True
-            except (KeyError, pygit2.GitError):
+            except (KeyError, pygit2.GitError) as exc:
+                if out_of_space(exc, self.root):
+                    raise
                 return False
             except OSError:
                 lock = self.root / f"{self._branch}.lock"
@@ -229,8 +253,9 @@ class GitStorage(Storage):
         # The commit has landed, so the save succeeded; an index that lags is caught up later.
         try:
             self._history.sync(repo, commit, parent=parent, paths=paths)
-        except sqlite3.Error:
-            log.exception("could not index commit %s; the history index catches up on its next read", commit)
+        except sqlite3.Error as exc:
+            if not self._history.recover(exc):
+                log.exception("could not index commit %s; the history index catches up on its next read", commit)
 
     # --- history ---------------------------------------------------------------------------
 
@@ -244,11 +269,20 @@ class GitStorage(Storage):
             check_path(path)
         if offset < 0 or limit < 0:
             raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
-        try:
-            self._sync_history()
-            return self._history.revisions(path, offset, limit)
-        except sqlite3.Error as exc:
-            raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+        return self._from_history(lambda: self._history.revisions(path, offset, limit))
+
+    def _from_history(self, read: Callable[[], T]) -> T:
+        """``read()`` from the caught-up history index; a damaged index is set aside and rebuilt
+        from the log first. Raises Unavailable when the index cannot be read otherwise."""
+        for attempt in range(2):
+            try:
+                self._sync_history()
+                return read()
+            except sqlite3.Error as exc:
+                if attempt == 0 and self._history.recover(exc):
+                    continue
+                raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+        raise AssertionError("unreachable")
 
     def _sync_history(self) -> None:
         """Catch the index up when the branch moved outside hostcore since it was last written."""
@@ -290,8 +324,8 @@ class GitStorage(Storage):
 
     def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
         """Path -> time of the newest commit changing it, in one indexed query per 500 paths."""
-        self._sync_history()
-        return {p: datetime.fromtimestamp(t, UTC) for p, t in self._history.last_times(paths).items()}
+        times = self._from_history(lambda: self._history.last_times(paths))
+        return {p: datetime.fromtimestamp(t, UTC) for p, t in times.items()}
 
     def status(self) -> dict[str, Any]:
         """For ``health``: the remote push state, when a remote is configured."""

@@ -51,8 +51,12 @@ from hostcore import (
     Term,
     Unavailable,
     ValidationError,
+    connect,
+    damaged,
+    file_id,
     hookimpl,
     parse_query,
+    recover_sqlite,
 )
 
 log = logging.getLogger(__name__)
@@ -150,59 +154,80 @@ class SqliteSearch(SearchBackend):
         super().__init__(root, config)
         self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / f"sqlite-search-v{FORMAT}.db"
-        self._idle: list[sqlite3.Connection] = []
+        self._idle: list[tuple[sqlite3.Connection, Any]] = []  # (connection, file_id of the file it opened)
         self._guard = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
-        with self._connection() as db:
-            exists = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone()
-        if not exists:
-            with self._write() as db:
-                if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone():
-                    for statement in SCHEMA.split(";\n"):
-                        db.execute(statement)
+        if recover_sqlite(self.path, "search index"):
+            self.rebuild.start()
+        with self._connection():
+            pass
 
     # connections: a small pool, one connection per concurrent thread, all closed by close()
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    def _connect(self) -> tuple[sqlite3.Connection, Any]:
+        """A new connection and the id of the file it opened (None: a read-only snapshot on a full disk)."""
+        db, opened = connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             self._retry(lambda: db.execute("PRAGMA journal_mode=WAL"))
             db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last saves: start-up re-indexes them
             db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")  # a big batch must not leave a big WAL file
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone():  # a new file
+                self._retry(lambda: db.execute("BEGIN IMMEDIATE"))
+                if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone():
+                    for statement in SCHEMA.split(";\n"):
+                        db.execute(statement)
+                db.execute("COMMIT")
         except BaseException:
             db.close()
             raise
-        return db
+        return db, opened
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection to the index file; a damaged file is set aside and ``rebuild.error()`` raised."""
         with self._guard:
             if self._closed:
                 raise Unavailable("the search index is closed")
             if self._pid != os.getpid():  # forked: the parent's connections are not ours to use or close
-                _INHERITED.extend(self._idle)
+                _INHERITED.extend(db for db, _ in self._idle)
                 self._idle, self._pid = [], os.getpid()
-            db = self._idle.pop() if self._idle else None
-        if db is None:
-            db = self._connect()
+            db, opened = self._idle.pop() if self._idle else (None, None)
+        current = file_id(self.path)
+        if db is not None and opened != current:  # another process set the file aside: use the new one
+            db.close()
+            db = None
         try:
+            if db is None:
+                opened = current
+                db, opened = self._connect()
             yield db
-        except BaseException:
-            if db.in_transaction:
+        except BaseException as exc:
+            if db is not None and (db.in_transaction or damaged(exc)):
                 db.close()  # never hand back a connection in an unknown state
+            elif db is not None:
+                self._release(db, opened)
+            if not damaged(exc):
                 raise
-            self._release(db)
-            raise
-        self._release(db)
+            self._drop_idle()
+            if recover_sqlite(self.path, "search index", error=exc, opened=opened):
+                self.rebuild.start()
+            raise self.rebuild.error() from exc
+        self._release(db, opened)
 
-    def _release(self, db: sqlite3.Connection) -> None:
+    def _release(self, db: sqlite3.Connection, opened: Any) -> None:
         with self._guard:
             if not self._closed and self._pid == os.getpid():
-                self._idle.append(db)
+                self._idle.append((db, opened))
                 return
         db.close()
+
+    def _drop_idle(self) -> None:
+        with self._guard:
+            idle, self._idle = self._idle, []
+        for db, _ in idle:
+            db.close()
 
     @staticmethod
     def _retry(action: Any) -> Any:
@@ -228,7 +253,8 @@ class SqliteSearch(SearchBackend):
             try:
                 yield db
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
             self._retry(lambda: db.execute("COMMIT"))
 
@@ -324,9 +350,7 @@ class SqliteSearch(SearchBackend):
     def close(self) -> None:
         with self._guard:
             self._closed = True
-            idle, self._idle = self._idle, []
-        for db in idle:
-            db.close()
+        self._drop_idle()
 
 
 _INHERITED: list[sqlite3.Connection] = []  # connections a forked child must neither use nor close

@@ -19,7 +19,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-import shutil
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -43,9 +42,11 @@ from hostcore import (
     Term,
     Unavailable,
     ValidationError,
+    file_id,
     hookimpl,
     parse_query,
     positive_leaves,
+    set_aside,
 )
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ TAGS_BOOST = 2.0
 SNIPPET_CHARS = 200
 PREFIX_MARKS = 16  # prefix expansions marked in snippets (matching uses all of them)
 MAX_LIMIT = 1000
+_DAMAGE = ("An IO error occurred", "Data corrupted")  # how tantivy reports files it cannot decode
 _SPACES = re.compile(r"\s+")
 
 
@@ -107,21 +109,40 @@ class TantivySearch(SearchBackend):
         self._schema = _schema()
         self._analyser = _analyser()
         self._merges: threading.Thread | None = None
-        self._loaded_meta = b""
         with FileLock(self._lock_path):
-            self._index = self._open()
-        self._index.register_tokenizer(ANALYSER, self._analyser)
-        self._index.config_reader(reload_policy="manual")
+            self._open()
 
-    def _open(self) -> tantivy.Index:
+    def _open(self, damage: Exception | None = None) -> None:
+        """Open the index folder (under the lock); a damaged one is set aside and started anew.
+
+        ``damage``: what a search met in the folder opened before, set aside unless another
+        process has done so already.
+        """
         self._folder.mkdir(exist_ok=True)
+        if damage is not None and file_id(self._folder) == self._opened:
+            self._set_aside(damage)
         try:
-            return tantivy.Index(self._schema, path=str(self._folder), reuse=True)
-        except ValueError:
-            log.warning("tantivy: %s holds an index of another schema; rebuilding it", self._folder)
-            shutil.rmtree(self._folder)
-            self._folder.mkdir()
-            return tantivy.Index(self._schema, path=str(self._folder), reuse=True)
+            index = tantivy.Index(self._schema, path=str(self._folder), reuse=True)
+        except ValueError as exc:  # damaged files (tantivy checks their footers) or another schema
+            self._set_aside(exc)
+            index = tantivy.Index(self._schema, path=str(self._folder), reuse=True)
+        index.register_tokenizer(ANALYSER, self._analyser)
+        index.config_reader(reload_policy="manual")
+        self._index, self._opened, self._loaded_meta = index, file_id(self._folder), b""
+
+    def _set_aside(self, problem: Exception) -> None:
+        set_aside(self._folder, "search index", str(problem))
+        self._folder.mkdir()
+        self.rebuild.start()
+
+    def _recover(self, exc: ValueError) -> Exception:
+        """What to raise for ``exc``, a search's error: damage found in the files (checked only
+        when read) sets the folder aside and says the index is being rebuilt."""
+        if not str(exc).startswith(_DAMAGE):
+            return exc
+        with FileLock(self._lock_path):
+            self._open(damage=exc)
+        return self.rebuild.error()
 
     # writing
 
@@ -186,6 +207,9 @@ class TantivySearch(SearchBackend):
 
     def _searcher(self) -> tantivy.Searcher:
         """A searcher that sees every commit made before this call, by any process."""
+        if file_id(self._folder) != self._opened:  # set aside as damaged by another process
+            with FileLock(self._lock_path):
+                self._open()
         for attempt in range(20):
             meta = (self._folder / "meta.json").read_bytes()
             if meta == self._loaded_meta:
@@ -214,9 +238,12 @@ class TantivySearch(SearchBackend):
         if namespaces is not None:
             only = Query.term_set_query(self._schema, "namespace", sorted(namespaces))
             compiled = Query.boolean_query([(Occur.Must, compiled), (Occur.Must, Query.const_score_query(only, 0.0))])
-        found = searcher.search(compiled, limit=limit + 1, offset=offset, count=False).hits
-        marker = _Marker(self, searcher, node)
-        hits = [marker.hit(score, searcher.doc(address)) for score, address in found[:limit]]
+        try:
+            found = searcher.search(compiled, limit=limit + 1, offset=offset, count=False).hits
+            marker = _Marker(self, searcher, node)
+            hits = [marker.hit(score, searcher.doc(address)) for score, address in found[:limit]]
+        except ValueError as exc:
+            raise self._recover(exc) from exc
         return SearchResults(hits, len(found) > limit)
 
     def _compile(self, node: QueryNode) -> Query:

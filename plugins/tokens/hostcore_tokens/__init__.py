@@ -25,6 +25,8 @@ from hostcore import (
     Unauthorized,
     ValidationError,
     check_namespace,
+    connect,
+    file_id,
     hookimpl,
 )
 
@@ -59,8 +61,11 @@ class TokenStore:
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
+        if db is not None and self._local.opened is None and file_id(self.path) is not None:
+            db.close()  # a read-only snapshot taken on a full disk: try a normal connection again
+            db = None
         if db is None:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db, self._local.opened = connect(self.path, timeout=30, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA busy_timeout=30000")
             self._local.db = db
@@ -113,7 +118,11 @@ class TokenStore:
             return None
         now = time.time()
         if row[4] is None or now - row[4] > 60:
-            self._db().execute("UPDATE tokens SET last_used = ? WHERE id = ?", (now, row[0]))
+            try:
+                self._db().execute("UPDATE tokens SET last_used = ? WHERE id = ?", (now, row[0]))
+            except sqlite3.OperationalError as exc:  # a full disk: the token still works, last_used waits
+                if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR):
+                    raise
         return Principal(
             name=row[1], scopes=frozenset(row[2].split()), namespaces=frozenset(row[3].split()) if row[3] else None
         )
