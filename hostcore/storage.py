@@ -63,11 +63,16 @@ Operation = Put | Delete
 
 @dataclass(frozen=True)
 class Change:
-    """Who made a change and why: a commit's author and message for backends with history."""
+    """Who made a change and why: a commit's author and message for backends with history.
+
+    ``moves``: (old path, new path) of each file the change moves, so that a backend with history
+    can follow the file back across the move (:meth:`Storage.history`, :meth:`Storage.read_at`).
+    """
 
     author: str
     message: str
     email: str = ""
+    moves: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,9 @@ class Storage(ABC):
     # --- history: only for backends that keep it ----------------------------------------
 
     def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> list[Revision]:
-        """Recorded changes, newest first; only those touching ``path`` when given."""
+        """Recorded changes, newest first; only those touching ``path`` when given, following the
+        file back across moves (recorded in ``Change.moves``, or a file that left one path for
+        another unchanged in one change), so a moved page keeps its history."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
 
     def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
@@ -192,5 +199,6 @@ class Storage(ABC):
         return out
 
     def read_at(self, path: str, revision: str) -> bytes:
-        """The bytes of ``path`` as of ``revision``. Raises NotFound."""
+        """The bytes of ``path`` as of ``revision`` (at the path it had then, for a file moved
+        since: :meth:`history` lists such revisions). Raises NotFound."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")

@@ -31,7 +31,7 @@ class StructureMixin:
 
     def _relocate(self: Wiki, page: Page, new: Page, basehash: str, tool: str) -> Page:
         """Write ``new`` (at a new slug) and remove ``page`` in one change. Raises Conflict."""
-        change = self._change(tool, f"{page.slug} -> {new.slug}")
+        change = replace(self._change(tool, f"{page.slug} -> {new.slug}"), moves=((page_path(page.slug), page_path(new.slug)),))
         ops = [Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)]
         try:
             self.storage.apply(ops, change)

@@ -508,6 +508,34 @@ async def test_read_page_at_a_revision(server, mode, uid):
     assert_head_holds(server, slug, current)
 
 
+async def test_page_history_follows_moves_and_renames(server, mode, uid):
+    """Moves keep history: after move_page and rename_page the page's history holds every commit
+    of its earlier slugs (what git log finds over all its paths), older revisions read and restore."""
+    first, second = f"notes/{uid}", f"team/{uid}-moved"
+    async with mcp_session(server, server.tokens["admin"], mode) as c:
+        h = ok(await c.call_tool("save_page", {"slug": first, "body": "first words\n"}))["hash"]
+        h = ok(await c.call_tool("save_page", {"slug": first, "basehash": h, "body": "second words\n"}))["hash"]
+        h = ok(await c.call_tool("move_page", {"slug": first, "new_slug": second, "basehash": h}))["hash"]
+        renamed = ok(await c.call_tool("rename_page", {"slug": second, "title": f"Renamed {uid}", "basehash": h}))
+        third = renamed["slug"]
+        history = ok(await c.call_tool("page_history", {"slug": third, "limit": 10}))
+        oldest = history["commits"][-1]["id"]
+        old = ok(await c.call_tool("read_page", {"slug": third, "revision": oldest}))
+        restored = ok(await c.call_tool("restore_page", {"slug": third, "revision": oldest, "basehash": renamed["hash"]}))
+        now = ok(await c.call_tool("read_page", {"slug": third}))
+
+    restore, *expected = log(server, 10, f"{first}.md", f"{second}.md", f"{third}.md")
+    assert [c_["id"] for c_ in history["commits"]] == [e["id"] for e in expected] and len(expected) == 4
+    assert restore["message"].startswith(f"restore_page: {third} from {oldest[:12]}")
+    assert [c_["message"].split(" via ")[0] for c_ in history["commits"]] == [
+        f"rename_page: {second} -> {third}", f"move_page: {first} -> {second}", f"save_page: {first}", f"save_page: {first}",
+    ]  # fmt: skip
+    assert history["commits"][0]["files"] == sorted([f"{second}.md", f"{third}.md"])
+    assert old["body"] == "first words\n" and old["hash"] == blob_at(server, oldest, f"{first}.md")
+    assert restored["restored_from"] == oldest and now["body"] == "first words\n"
+    assert_head_holds(server, third, now)
+
+
 # --- restore_page and delete_page -------------------------------------------------------------
 
 

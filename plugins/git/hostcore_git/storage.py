@@ -49,7 +49,7 @@ from hostcore import (
     check_path,
 )
 
-from .history import HistoryIndex
+from .history import HistoryIndex, with_moves
 from .remote import Pusher
 from .trees import blob_id, build, check_writable, entry_at, walk
 
@@ -177,7 +177,7 @@ class GitStorage(Storage):
         repo = self._repo()
         wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
         signature = _signature(change)
-        message = change.message.rstrip("\n") + "\n"
+        message = with_moves(change.message, change.moves)
         with self._lock:
             for _ in range(_CAS_ATTEMPTS):
                 parent, tree = self._snapshot(repo)
@@ -255,7 +255,8 @@ class GitStorage(Storage):
                 self._history.sync(repo, self._head(repo))
 
     def read_at(self, path: str, revision: str) -> bytes:
-        """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression).
+        """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression), at
+        the path the file had then when it moved since (see :meth:`history`).
 
         Raises NotFound when the revision does not exist or holds no file at ``path``.
         """
@@ -264,6 +265,11 @@ class GitStorage(Storage):
             commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError):
             raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
+        try:
+            self._sync_history()
+            path = self._history.path_at(path, str(commit.id))
+        except sqlite3.Error:
+            log.exception("the history index cannot be read; reading %s at %s without following moves", path, revision)
         entry = entry_at(commit.tree, path)
         if not isinstance(entry, pygit2.Blob):
             raise NotFound(f"{path} does not exist at revision {revision}")
