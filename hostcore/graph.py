@@ -1,9 +1,10 @@
 """The link graph and page facts, kept in SQLite beside the instance, up to date from page events.
 
 It holds, per visible page: title, hash and last change time; and every wiki-link between pages.
-``backlinks`` and ``health`` answer from it with indexed queries and never read pages. At
-start-up it is caught up with storage by comparing hashes, so pages changed outside hostcore
-(a ``git pull``, a copied file) are accounted for.
+``backlinks`` and ``health`` answer from it with indexed queries and never read pages. It records
+the storage version it reflects, so pages changed outside hostcore (a ``git push``, a copied file)
+are caught up along the storage's changes since then, or by comparing hashes when the storage
+cannot tell (see :mod:`hostcore.indexer`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ CREATE TABLE IF NOT EXISTS links (
 CREATE INDEX IF NOT EXISTS links_target ON links(target, source);
 CREATE INDEX IF NOT EXISTS links_dangling ON links(resolved, source_namespace, source, target);
 """
+_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"  # the storage version
 
 
 def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]]:
@@ -56,9 +58,10 @@ class LinkGraph:
         db = self._db()
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             # Derived data: an older layout is dropped and rebuilt by the start-up catch-up.
-            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links;")
+            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS meta;")
             db.executescript(_SCHEMA)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute(_META)
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -114,6 +117,17 @@ class LinkGraph:
 
     def hashes(self) -> dict[str, str]:
         return dict(self._db().execute("SELECT slug, hash FROM pages"))
+
+    def storage_version(self) -> str | None:
+        """The storage version (``Storage.version``) the graph reflects; None when unknown."""
+        row = self._db().execute("SELECT value FROM meta WHERE key = 'storage_version'").fetchone()
+        return row[0] if row else None
+
+    def set_storage_version(self, version: str | None) -> None:
+        if version is None:
+            self._db().execute("DELETE FROM meta WHERE key = 'storage_version'")
+        else:
+            self._db().execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('storage_version', ?)", (version,))
 
     def page_counts(self) -> dict[str, int]:
         """Namespace -> number of pages in it."""

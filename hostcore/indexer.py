@@ -1,8 +1,17 @@
-"""Keeps the link graph and the search index in step with page events, and catches both up with
-storage at start-up (pages changed outside hostcore: a ``git pull``, a copied file).
+"""Keeps the link graph and the search index in step with storage: page events, other processes'
+writes and pages changed outside hostcore (a ``git push`` into the repository, a copied file).
 
-An index failure never fails a write: it is logged, and the next start-up (or ``hostcore
-reindex``) repairs the index by comparing its hashes with storage's.
+Each index records the storage version it reflects (``Storage.version``: the git commit). When the
+storage moved past it, the index is caught up along ``Storage.changed_since`` (a tree diff, so
+the cost follows what changed, not the wiki's size): at start-up, after each page event (which
+also keeps concurrent writers' updates in commit order), and before any answer that reads an index
+(:func:`catch_up`: one read of the storage's version when nothing changed). When the storage
+keeps no versions, or cannot diff from the recorded one, the index is compared page by page with
+storage's hashes instead (start-up, ``hostcore reindex``) and page events update it directly.
+Catching up is serialised across processes by ``indexes.lock`` in the instance folder.
+
+An index failure never fails a write: it is logged, and the next read, start-up or ``hostcore
+reindex`` repairs the index.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .hookspecs import hookimpl
+from .locks import FileLock
 from .pages import Page, page_path, slug_from_path
 from .search import SearchDoc
 
@@ -38,23 +48,46 @@ def _pages(host: Host, slugs: list[str]) -> list[Page]:
     return [Page.from_bytes(slug, host.storage.read(page_path(slug))) for slug in slugs]
 
 
-def catch_up_links(host: Host) -> tuple[int, int]:
+def _plan(host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]], full: bool) -> tuple[list[str], list[str], str | None]:
+    """(slugs to index, slugs to drop, the storage version that brings the index to).
+
+    Along the storage's changes since ``recorded`` when it can tell, else (or when ``full``) by
+    comparing every page's hash with ``indexed()``. Pages are read after the version is taken,
+    so the index holds what the version holds or newer, and the next catch-up covers the rest.
+    """
+    storage = host.storage
+    version = storage.version()
+    if not full and recorded is not None and version is not None:
+        paths = [] if recorded == version else storage.changed_since(recorded, version)
+        if paths is not None:
+            slugs = sorted({slug for path in paths if (slug := slug_from_path(path))})
+            present = [slug for slug in slugs if storage.exists(page_path(slug))]
+            return present, sorted(set(slugs).difference(present)), version
+    stale, gone = _differences(host, indexed())
+    return stale, gone, version
+
+
+def catch_up_links(host: Host, full: bool = False) -> tuple[int, int]:
     """Bring the link graph up to date with storage. Returns (updated, removed)."""
-    stale, gone = _differences(host, host.links.hashes())
+    recorded = host.links.storage_version()
+    stale, gone, version = _plan(host, recorded, host.links.hashes, full)
     for start in range(0, len(stale), BATCH):
         pages = _pages(host, stale[start : start + BATCH])
         changed = host.storage.last_changed([page_path(p.slug) for p in pages])
         host.links.update(pages, times={p.slug: changed[page_path(p.slug)].timestamp() for p in pages if page_path(p.slug) in changed})
     if gone:
         host.links.update(removed=gone)
+    if version != recorded:
+        host.links.set_storage_version(version)
     return len(stale), len(gone)
 
 
-def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -> tuple[int, int]:
-    """Bring the search index up to date with storage. Returns (indexed, removed)."""
+def catch_up_search(host: Host, progress: Callable[[int], None] | None = None, full: bool = False) -> tuple[int, int]:
+    """Bring the search index up to date with storage (``full``: compare every page). Returns (indexed, removed)."""
     if host.search is None:
         return 0, 0
-    stale, gone = _differences(host, host.search.hashes())
+    recorded = host.search.storage_version()
+    stale, gone, version = _plan(host, recorded, host.search.hashes, full)
     for start in range(0, len(stale), BATCH):
         chunk = stale[start : start + BATCH]
         host.search.update([doc_of(p) for p in _pages(host, chunk)], [])
@@ -64,7 +97,53 @@ def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -
         host.search.update([], gone)
     if len(stale) >= OPTIMIZE_AFTER:
         host.search.optimize()
+    if version != recorded:
+        host.search.set_storage_version(version)
     return len(stale), len(gone)
+
+
+def _lock(host: Host) -> FileLock:
+    return FileLock(host.instance_path / "indexes.lock")
+
+
+def catch_up(host: Host, level: int = logging.INFO) -> list[object]:
+    """Catch every index that records a storage version up with what changed since, if anything.
+
+    Costs one read of the storage's version when nothing changed since this process last looked;
+    otherwise a tree diff and the changed pages. Returns the indexes kept this way (an index that
+    records no version is caught up at start-up only); a failure is logged, never raised, and
+    what was caught up is logged at ``level``.
+    """
+    version = host.storage.version()
+    if version is None:
+        return []
+    state = host.state.setdefault("hostcore.indexer", {})
+    if state.get("seen") == version:
+        return state["followed"]
+    followed, failed = [], False
+    with _lock(host):
+        for name, index, fn in _indexes(host):
+            try:
+                if index.storage_version() is None:
+                    continue
+                followed.append(index)
+                updated, removed = fn(host)
+            except Exception:
+                failed = True
+                log.exception("%s catch-up failed; it is tried again at the next read", name)
+                continue
+            if updated or removed:
+                log.log(level, "%s caught up with storage: %d pages updated, %d removed", name, updated, removed)
+    if not failed:
+        state["seen"], state["followed"] = version, followed
+    return followed
+
+
+def _indexes(host: Host) -> list[tuple[str, object, Callable[[Host], tuple[int, int]]]]:
+    found: list[tuple[str, object, Callable[[Host], tuple[int, int]]]] = [("link graph", host.links, catch_up_links)]
+    if host.search is not None:
+        found.append(("search index", host.search, catch_up_search))
+    return found
 
 
 def _safely(what: str, fn: Callable[[], object]) -> None:
@@ -76,19 +155,24 @@ def _safely(what: str, fn: Callable[[], object]) -> None:
 
 @hookimpl
 def startup(host: Host) -> None:
-    for name, catch_up in (("link graph", catch_up_links), ("search index", catch_up_search)):
-        try:
-            updated, removed = catch_up(host)
-        except Exception:
-            log.exception("%s catch-up failed; run `hostcore reindex`", name)
-            continue
-        if updated or removed:
-            log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
+    with _lock(host):
+        for name, catch_up_index in (("link graph", catch_up_links), ("search index", catch_up_search)):
+            try:
+                updated, removed = catch_up_index(host)
+            except Exception:
+                log.exception("%s catch-up failed; run `hostcore reindex`", name)
+                continue
+            if updated or removed:
+                log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
 
 
 def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
-    _safely("link graph update", lambda: host.links.update(pages, removed))
-    if host.search is not None:
+    # Indexes that record a storage version follow its changes, in commit order, whichever
+    # process made them; the others take the event's pages as they come.
+    followed = catch_up(host, logging.DEBUG)
+    if not any(index is host.links for index in followed):
+        _safely("link graph update", lambda: host.links.update(pages, removed))
+    if host.search is not None and not any(index is host.search for index in followed):
         _safely("search index update", lambda: host.search.update([doc_of(p) for p in pages], removed))
 
 

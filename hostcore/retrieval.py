@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .errors import NotFound, Unavailable, ValidationError
+from .indexer import catch_up
 from .pages import check_namespace
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class RetrievalMixin:
             check_namespace(namespace, "namespace")
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
+        catch_up(self.host)
         found = self.host.search.search(query, namespaces=scope, offset=offset, limit=limit)
         hits = [
             {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)}

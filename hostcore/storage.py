@@ -176,6 +176,18 @@ class Storage(ABC):
         """Operational facts worth showing in ``health`` (e.g. the last push to a remote)."""
         return {}
 
+    # --- versions: optional, so derived indexes catch up with what changed, not with everything
+
+    def version(self) -> str | None:
+        """A cheap id of everything stored now, new after every change, wherever it came from (git:
+        the branch's commit id). None when the backend has none: indexes then compare every page."""
+        return None
+
+    def changed_since(self, version: str, until: str) -> list[str] | None:
+        """The paths whose content differs between two versions (from :meth:`version`), sorted, or
+        None when the backend cannot tell (an unknown version): indexes then compare every page."""
+        return None
+
     def close(self) -> None:
         """Release resources (file handles, connections)."""
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import namespaces as ns_settings
 from .errors import Conflict, HostcoreError, NotFound, ValidationError
+from .indexer import catch_up
 from .pages import Page, check_namespace, check_title, namespace_of, namespace_path, page_path, rewrite_links, slugify
 from .storage import Delete, Put
 
@@ -83,6 +84,7 @@ class StructureMixin:
         """Point every link to ``old`` at ``new``, one change per page; report what could not be."""
         rewritten: list[str] = []
         failed: list[dict[str, str]] = []
+        catch_up(self.host)
         for source in self.host.links.slugs_linking_to(old):
             if source in (old, new):
                 continue
@@ -106,6 +108,7 @@ class StructureMixin:
 
     def backlinks(self: Wiki, slug: str) -> dict[str, Any]:
         self._access("read", slug)
+        catch_up(self.host)
         return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
 
     def health(self: Wiki, namespace: str | None = None) -> dict[str, Any]:
@@ -116,6 +119,7 @@ class StructureMixin:
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
         names = scope if scope is not None else self._namespace_names()
+        catch_up(self.host)
         graph = self.host.links
         missing, missing_total = graph.dangling(scope, HEALTH_LIST_LIMIT)
         orphans, orphans_total = graph.orphans(

@@ -30,6 +30,7 @@ from .pages import (
     window,
 )
 from .history import HistoryMixin
+from .indexer import catch_up
 from .retrieval import RetrievalMixin
 from .storage import Change, Delete, Put
 from .structure import StructureMixin
@@ -257,6 +258,7 @@ class Wiki(StructureMixin, HistoryMixin, RetrievalMixin):
 
     def list_namespaces(self) -> dict[str, Any]:
         self.principal.require("read")
+        catch_up(self.host)
         counts = self.host.links.page_counts()
         out = []
         for name in self._namespace_names():

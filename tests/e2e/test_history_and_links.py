@@ -536,6 +536,36 @@ async def test_page_history_follows_moves_and_renames(server, mode, uid):
     assert_head_holds(server, third, now)
 
 
+# --- changes pushed into the repository from outside ------------------------------------------
+
+
+async def test_pushes_from_outside_reach_search_and_links_on_the_next_read(server, uid):
+    """A commit pushed into the bare repository reaches search, backlinks and health on the next
+    call, in every worker, without a restart; so does its removal."""
+    word = "pushed" + re.sub(r"[^a-z0-9]", "", uid)[:30]
+    source, target, nowhere = f"notes/{uid}-outside", f"notes/{uid}-target", f"notes/{uid}-nowhere"
+
+    async def views() -> list[tuple[list[str], list[str], list[str]]]:
+        seen = []
+        for _ in range(6):  # separate connections, spread over both workers
+            async with mcp_session(server, server.tokens["read"]) as c:
+                hits = ok(await c.call_tool("search", {"query": word}))["hits"]
+                backlinks = ok(await c.call_tool("backlinks", {"slug": target}))["backlinks"]
+                missing = ok(await c.call_tool("health", {"namespace": "notes"}))["missing"]
+            seen.append(([h["slug"] for h in hits], [b["slug"] for b in backlinks], [m["to"] for m in missing if m["from"] == source]))
+        return seen
+
+    assert set(map(repr, await views())) == {repr(([], [], []))}  # every worker has looked once
+    server.plant({
+        f"{source}.md": f"---\ntitle: Outside\n---\nA {word} links to [[{target}]] and [[{nowhere}]].\n",
+        f"{target}.md": "---\ntitle: Target\n---\nlinked from outside\n",
+    }, message="pushed from outside")
+    assert await views() == [([source], [source], [nowhere])] * 6
+    server.plant({f"{source}.md": None}, message="removed from outside")
+    assert await views() == [([], [], [])] * 6
+    assert server.stored(f"{target}.md") is not None and server.stored(f"{source}.md") is None
+
+
 # --- restore_page and delete_page -------------------------------------------------------------
 
 

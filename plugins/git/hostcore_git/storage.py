@@ -51,7 +51,7 @@ from hostcore import (
 
 from .history import HistoryIndex, with_moves
 from .remote import Pusher
-from .trees import blob_id, build, check_writable, entry_at, walk
+from .trees import blob_id, build, changed, check_writable, entry_at, walk
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
 _UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree: the version of an unborn branch
 
 
 class GitStorage(Storage):
@@ -163,6 +164,34 @@ class GitStorage(Storage):
     def hashes(self, prefix: str = "") -> dict[str, str]:
         _, tree = self._snapshot(self._repo())
         return {path: str(oid) for path, oid in walk(tree, check_path(prefix) if prefix else "")}
+
+    def version(self) -> str:
+        """The branch's commit id (one read of the ref); the empty tree's id while the branch is unborn."""
+        head = self._head(self._repo())
+        return str(head) if head is not None else EMPTY_TREE
+
+    def changed_since(self, version: str, until: str) -> list[str] | None:
+        """The files that differ between two commits (a tree diff that skips equal subtrees, so
+        its cost follows what changed), or None when either is not a commit of this repository.
+
+        The last answer is kept per thread: the link graph and the search index usually ask the same.
+        """
+        last = getattr(self._local, "diff", None)
+        if last is not None and last[0] == (version, until):
+            return list(last[1])
+        repo = self._repo()
+        trees = []
+        for rev in (version, until):
+            if rev == EMPTY_TREE:
+                trees.append(None)
+                continue
+            try:
+                trees.append(repo[rev].peel(pygit2.Commit).tree)
+            except (KeyError, ValueError, TypeError, pygit2.GitError):
+                return None
+        paths = sorted(changed(*trees))
+        self._local.diff = ((version, until), paths)
+        return list(paths)
 
     # --- writing ---------------------------------------------------------------------------
 

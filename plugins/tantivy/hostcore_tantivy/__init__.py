@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import shutil
 import threading
@@ -104,6 +105,7 @@ class TantivySearch(SearchBackend):
         self.root.mkdir(parents=True, exist_ok=True)
         self._folder = self.root / f"tantivy-v{FORMAT}"
         self._lock_path = self.root / "tantivy.lock"
+        self._version_path = self.root / f"tantivy-v{FORMAT}.storage-version"
         self._schema = _schema()
         self._analyser = _analyser()
         self._merges: threading.Thread | None = None
@@ -120,6 +122,7 @@ class TantivySearch(SearchBackend):
         except ValueError:
             log.warning("tantivy: %s holds an index of another schema; rebuilding it", self._folder)
             shutil.rmtree(self._folder)
+            self._version_path.unlink(missing_ok=True)
             self._folder.mkdir()
             return tantivy.Index(self._schema, path=str(self._folder), reuse=True)
 
@@ -130,7 +133,23 @@ class TantivySearch(SearchBackend):
             self._write(docs, removed, clear=False)
 
     def clear(self) -> None:
+        self._version_path.unlink(missing_ok=True)
         self._write((), (), clear=True)
+
+    def storage_version(self) -> str | None:
+        try:
+            return self._version_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def set_storage_version(self, version: str | None) -> None:
+        """Kept in a small file beside the index, replaced atomically."""
+        if version is None:
+            self._version_path.unlink(missing_ok=True)
+            return
+        partial = self._version_path.with_name(f"{self._version_path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(version)
+        os.replace(partial, self._version_path)
 
     def _write(self, docs: Sequence[SearchDoc], removed: Sequence[str], *, clear: bool) -> None:
         lock = FileLock(self._lock_path)
