@@ -88,23 +88,51 @@ def test_in_step_with_every_kind_of_write(search_host):
     assert slugs(wiki.search("pulsar")) == []
 
 
-def test_catch_up_after_outside_commit_and_reindex(search_host, tmp_path):
-    clone = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(search_host.storage.root), str(clone)], check=True)
-    (clone / "notes" / "outside.md").write_text("---\ntitle: From outside\n---\nmagnetar\n")
-    (clone / "notes" / "cooking.md").unlink()
+def push_from_outside(host, tmp_path, files):
+    """Commit ``files`` (path -> text, None to remove) in a clone and push it into the wiki's repository."""
+    clone = tmp_path / f"clone-{len(list(tmp_path.glob('clone-*')))}"
+    subprocess.run(["git", "clone", "-q", str(host.storage.root), str(clone)], check=True)
+    for path, text in files.items():
+        if text is None:
+            (clone / path).unlink()
+        else:
+            (clone / path).write_text(text)
     subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "outside"], check=True)
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
+
+
+def test_catch_up_after_outside_commit_and_reindex(search_host, tmp_path, monkeypatch):
+    """A push from outside reaches search on the next read, along the tree diff since the commit
+    the index recorded; an index whose recorded commit is unknown is compared page by page."""
+    full_comparisons = []
+    hashes = search_host.storage.hashes
+    monkeypatch.setattr(search_host.storage, "hashes", lambda prefix="": full_comparisons.append(prefix) or hashes(prefix))
+    push_from_outside(search_host, tmp_path, {"notes/outside.md": "---\ntitle: From outside\n---\nmagnetar\n", "notes/cooking.md": None})
     wiki = search_host.wiki(SYSTEM)
-    assert slugs(wiki.search("magnetar")) == []
-    search_host.start()
     assert slugs(wiki.search("magnetar")) == ["notes/outside"]
     assert "notes/cooking" not in slugs(wiki.search("garlic OR tomatoes"))
+    assert search_host.search.storage_version() == search_host.storage.version()
+    assert full_comparisons == []
+
+    search_host.search.set_storage_version("0" * 40)  # a commit the repository does not hold
+    push_from_outside(search_host, tmp_path, {"notes/later.md": "pulsar\n"})
+    assert slugs(wiki.search("pulsar")) == ["notes/later"] and full_comparisons == [""]
 
     result = CliRunner().invoke(main, ["reindex", "--instance", str(search_host.instance_path)])
     assert result.exit_code == 0, result.output
-    assert "indexed 4 pages" in result.stdout and "indexing pages" in result.stderr
+    assert "indexed 5 pages" in result.stdout and "indexing pages" in result.stderr
+
+
+def test_index_records_the_storage_version_it_reflects(search_host):
+    backend = search_host.search
+    assert backend.storage_version() == search_host.storage.version()  # recorded by the catch-up after each write
+    backend.set_storage_version("f" * 40)
+    reopened = type(backend)(backend.root, backend.config)
+    assert reopened.storage_version() == "f" * 40
+    reopened.clear()
+    assert backend.storage_version() is None and reopened.hashes() == {}
+    reopened.close()
 
 
 def test_index_failure_never_loses_the_write(search_host, monkeypatch):
@@ -117,9 +145,7 @@ def test_index_failure_never_loses_the_write(search_host, monkeypatch):
     saved = wiki.save_page("notes/kept", body="supernova")
     assert wiki.read_page("notes/kept")["hash"] == saved["hash"]
     monkeypatch.undo()
-    assert slugs(wiki.search("supernova")) == []
-    search_host.start()  # start-up repair
-    assert slugs(wiki.search("supernova")) == ["notes/kept"]
+    assert slugs(wiki.search("supernova")) == ["notes/kept"]  # repaired before the next search answers
 
 
 def test_fetch_round_trip_and_errors(search_host):

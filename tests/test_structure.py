@@ -152,6 +152,44 @@ def test_history_read_at_and_restore(git_host):
     ]  # fmt: skip
 
 
+def test_history_follows_moves_and_renames(git_host, tmp_path):
+    """page_history, read_page at a revision and restore_page follow a page across move_page,
+    rename_page and a `git mv` pushed from outside, and agree with git log over its paths."""
+    wiki = git_host.wiki(principal("write"))
+    h = wiki.save_page("notes/first", body="v1")["hash"]
+    h = wiki.save_page("notes/first", basehash=h, body="v2")["hash"]
+    wiki.save_page("notes/other", body="not this page")
+    h = wiki.move_page("notes/first", "team/second", h)["hash"]
+    h = wiki.rename_page("team/second", "Third Name", h)["hash"]
+    h = wiki.save_page("team/third-name", basehash=h, body="v3")["hash"]
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(git_host.storage.root), str(clone)], check=True)
+    outside = ["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x"]
+    subprocess.run([*outside, "mv", "team/third-name.md", "team/fourth.md"], check=True)
+    subprocess.run([*outside, "commit", "-qm", "moved by hand"], check=True)
+    subprocess.run([*outside, "push", "-q", "origin", "HEAD:main"], check=True)
+
+    commits = wiki.page_history("team/fourth", limit=50)["commits"]
+    paths = ["notes/first.md", "team/second.md", "team/third-name.md", "team/fourth.md"]
+    assert [c["id"] for c in commits] == git(git_host, "log", "--format=%H", "--", *paths).split()
+    assert [c["message"].split(" via ")[0] for c in commits] == [
+        "moved by hand", "save_page: team/third-name", "rename_page: team/second -> team/third-name",
+        "move_page: notes/first -> team/second", "save_page: notes/first", "save_page: notes/first",
+    ]  # fmt: skip
+    assert "Hostcore-Moved: notes/first.md -> team/second.md" in git(git_host, "log", "--format=%B", "-1", commits[3]["id"])
+    paged = wiki.page_history("team/fourth", offset=2, limit=2)
+    assert [c["id"] for c in paged["commits"]] == [c["id"] for c in commits[2:4]] and paged["next_offset"] == 4
+    # the old slugs keep their own history, which ends with the move away
+    assert [c["id"] for c in wiki.page_history("notes/first")["commits"]] == [c["id"] for c in commits[3:]]
+
+    oldest = commits[-1]["id"]
+    assert wiki.read_page_at("team/fourth", oldest, None, 0, 100)["body"] == "v1"
+    restored = wiki.restore_page("team/fourth", oldest, basehash=wiki.read_page("team/fourth")["hash"])
+    assert restored["restored_from"] == oldest and wiki.read_page("team/fourth")["body"] == "v1"
+    with pytest.raises(ValidationError, match="is not a commit in the history of notes/other"):
+        wiki.read_page_at("notes/other", oldest, None, 0, 100)
+
+
 def test_link_graph_catches_up_after_an_outside_commit(git_host, tmp_path):
     wiki = git_host.wiki(SYSTEM)
     wiki.save_page("notes/a", body="a")
@@ -161,9 +199,8 @@ def test_link_graph_catches_up_after_an_outside_commit(git_host, tmp_path):
     subprocess.run(["git", "-C", str(clone), "add", "."], check=True)
     subprocess.run(["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "outside"], check=True)
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
-    assert wiki.backlinks("notes/a")["backlinks"] == []
-    git_host.start()
     assert wiki.backlinks("notes/a")["backlinks"] == [{"slug": "notes/b", "title": "B"}]
+    assert wiki.health("notes")["orphans"] == ["notes/b"]
 
 
 def test_health_shows_the_backup_push(tmp_path):

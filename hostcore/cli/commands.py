@@ -321,7 +321,7 @@ def reindex(obj: CliContext) -> None:
     host.search.clear()
     total = sum(1 for path in host.storage.list() if slug_from_path(path))
     with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
-        indexed, _removed = catch_up_search(host, progress=bar.update)
+        indexed, _removed = catch_up_search(host, progress=bar.update, full=True)
     host.search.rebuild.done()
     catch_up_links(host)
     host.links.rebuild.done()

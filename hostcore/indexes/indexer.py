@@ -1,9 +1,18 @@
-"""Keeps the link graph and the search index in step with page events, and catches both up with
-storage at start-up (pages changed outside hostcore: a ``git pull``, a copied file).
+"""Keeps the link graph and the search index in step with storage: page events, other processes'
+writes and pages changed outside hostcore (a ``git push`` into the repository, a copied file).
 
-An index failure never fails a write: it is logged, and the next start-up (or ``hostcore
-reindex``) repairs the index by comparing its hashes with storage's. A damaged index file is set
-aside and rebuilt at once, in the background (:class:`hostcore.seams.derived.Rebuild`).
+Each index records the storage version it reflects (``Storage.version``: the git commit). When the
+storage moved past it, the index is caught up along ``Storage.changed_since`` (a tree diff, so
+the cost follows what changed, not the wiki's size): at start-up, after each page event (which
+also keeps concurrent writers' updates in commit order), and before any answer that reads an index
+(:func:`catch_up`: one read of the storage's version when nothing changed). When the storage
+keeps no versions, or cannot diff from the recorded one, the index is compared page by page with
+storage's hashes instead (start-up, ``hostcore reindex``) and page events update it directly.
+Catching up is serialised across processes by ``indexes.lock`` in the instance folder.
+
+An index failure never fails a write: it is logged, and the next read, start-up or ``hostcore
+reindex`` repairs the index. A damaged index file is set aside and rebuilt at once, in the
+background (:class:`hostcore.seams.derived.Rebuild`).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from typing import TYPE_CHECKING
 from hostcore.domain.pages import Page, page_path, slug_from_path
 from hostcore.errors import Unavailable
 from hostcore.seams.hookspecs import hookimpl
+from hostcore.seams.locks import FileLock
 from hostcore.seams.search import SearchDoc
 
 if TYPE_CHECKING:
@@ -41,9 +51,29 @@ def _pages(host: Host, slugs: list[str]) -> list[Page]:
     return [Page.from_bytes(slug, host.storage.read(page_path(slug))) for slug in slugs]
 
 
-def catch_up_links(host: Host, progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+def _plan(host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]], full: bool) -> tuple[list[str], list[str], str | None]:
+    """(slugs to index, slugs to drop, the storage version that brings the index to).
+
+    Along the storage's changes since ``recorded`` when it can tell, else (or when ``full``) by
+    comparing every page's hash with ``indexed()``. Pages are read after the version is taken,
+    so the index holds what the version holds or newer, and the next catch-up covers the rest.
+    """
+    storage = host.storage
+    version = storage.version()
+    if not full and recorded is not None and version is not None:
+        paths = [] if recorded == version else storage.changed_since(recorded, version)
+        if paths is not None:
+            slugs = sorted({slug for path in paths if (slug := slug_from_path(path))})
+            present = [slug for slug in slugs if storage.exists(page_path(slug))]
+            return present, sorted(set(slugs).difference(present)), version
+    stale, gone = _differences(host, indexed())
+    return stale, gone, version
+
+
+def catch_up_links(host: Host, progress: Callable[[int], None] | None = None, full: bool = False) -> tuple[int, int]:
     """Bring the link graph up to date with storage. Returns (updated, removed)."""
-    stale, gone = _differences(host, host.links.hashes())
+    recorded = host.links.storage_version()
+    stale, gone, version = _plan(host, recorded, host.links.hashes, full)
     for start in range(0, len(stale), BATCH):
         pages = _pages(host, stale[start : start + BATCH])
         changed = host.storage.last_changed([page_path(p.slug) for p in pages])
@@ -52,14 +82,17 @@ def catch_up_links(host: Host, progress: Callable[[int], None] | None = None) ->
             progress(len(pages))
     if gone:
         host.links.update(removed=gone)
+    if version != recorded:
+        host.links.set_storage_version(version)
     return len(stale), len(gone)
 
 
-def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -> tuple[int, int]:
-    """Bring the search index up to date with storage. Returns (indexed, removed)."""
+def catch_up_search(host: Host, progress: Callable[[int], None] | None = None, full: bool = False) -> tuple[int, int]:
+    """Bring the search index up to date with storage (``full``: compare every page). Returns (indexed, removed)."""
     if host.search is None:
         return 0, 0
-    stale, gone = _differences(host, host.search.hashes())
+    recorded = host.search.storage_version()
+    stale, gone, version = _plan(host, recorded, host.search.hashes, full)
     for start in range(0, len(stale), BATCH):
         chunk = stale[start : start + BATCH]
         host.search.update([doc_of(p) for p in _pages(host, chunk)], [])
@@ -69,7 +102,55 @@ def catch_up_search(host: Host, progress: Callable[[int], None] | None = None) -
         host.search.update([], gone)
     if len(stale) >= OPTIMIZE_AFTER:
         host.search.optimize()
+    if version != recorded:
+        host.search.set_storage_version(version)
     return len(stale), len(gone)
+
+
+def _lock(host: Host) -> FileLock:
+    return FileLock(host.instance_path / "indexes.lock")
+
+
+def catch_up(host: Host, level: int = logging.INFO) -> list[object]:
+    """Catch every index that records a storage version up with what changed since, if anything.
+
+    Costs one read of the storage's version when nothing changed since this process last looked;
+    otherwise a tree diff and the changed pages. Returns the indexes kept this way (an index that
+    records no version is caught up at start-up only); a failure is logged, never raised, and
+    what was caught up is logged at ``level``.
+    """
+    version = host.storage.version()
+    if version is None:
+        return []
+    state = host.state.setdefault("hostcore.indexer", {})
+    if state.get("seen") == version:
+        return state["followed"]
+    if host.disk_full():  # an index cannot be written: it catches up once there is space again
+        return []
+    followed, failed = [], False
+    with _lock(host):
+        for name, index, fn in _indexes(host):
+            try:
+                if index.storage_version() is None:
+                    continue
+                followed.append(index)
+                updated, removed = fn(host)
+            except Exception:
+                failed = True
+                log.exception("%s catch-up failed; it is tried again at the next read", name)
+                continue
+            if updated or removed:
+                log.log(level, "%s caught up with storage: %d pages updated, %d removed", name, updated, removed)
+    if not failed:
+        state["seen"], state["followed"] = version, followed
+    return followed
+
+
+def _indexes(host: Host) -> list[tuple[str, object, Callable[[Host], tuple[int, int]]]]:
+    found: list[tuple[str, object, Callable[[Host], tuple[int, int]]]] = [("link graph", host.links, catch_up_links)]
+    if host.search is not None:
+        found.append(("search index", host.search, catch_up_search))
+    return found
 
 
 def _safely(what: str, fn: Callable[[], object]) -> None:
@@ -81,7 +162,7 @@ def _safely(what: str, fn: Callable[[], object]) -> None:
         log.exception("%s failed; it is repaired at the next start-up (or run `hostcore reindex`)", what)
 
 
-def rebuild(host: Host, name: str, catch_up: Callable[..., tuple[int, int]]) -> None:
+def rebuild(host: Host, name: str, catch_up_index: Callable[..., tuple[int, int]]) -> None:
     """Fill the emptied ``name`` from storage, logging its progress; a second pass takes in the
     pages saved while the first one ran."""
     total = sum(1 for path in host.storage.hashes() if slug_from_path(path))
@@ -93,8 +174,8 @@ def rebuild(host: Host, name: str, catch_up: Callable[..., tuple[int, int]]) -> 
         done += count
         log.info("%s: rebuilding, %d of %d pages", name, done, total)
 
-    catch_up(host, progress)
-    catch_up(host)
+    catch_up_index(host, progress)
+    catch_up_index(host)
     log.info("%s: rebuilt from storage, %d pages in %.1f s", name, total, time.monotonic() - started)
 
 
@@ -103,30 +184,35 @@ def startup(host: Host) -> None:
     if host.disk_full():
         log.warning(
             "the wiki's disk is full (less than MIN_FREE_BYTES free): serving reads and searches only, writes are "
-            "refused until space is freed; the indexes catch up at the next start-up"
+            "refused until space is freed; the indexes catch up once there is space"
         )
         return
     stores = (("link graph", host.links, catch_up_links), ("search index", host.search, catch_up_search))
-    for name, store, catch_up in stores:
-        if store is None:
-            continue
-        store.rebuild.work = partial(rebuild, host, name, catch_up)
-        if store.rebuild.pending:  # set aside as damaged: rebuilt in the background, the wiki serves meanwhile
-            store.rebuild.resume()
-            continue
-        try:
-            updated, removed = catch_up(host)
-        except Exception:
-            log.exception("%s catch-up failed; run `hostcore reindex`", name)
-            continue
-        if updated or removed:
-            log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
+    with _lock(host):
+        for name, store, catch_up_index in stores:
+            if store is None:
+                continue
+            store.rebuild.work = partial(rebuild, host, name, catch_up_index)
+            if store.rebuild.pending:  # set aside as damaged: rebuilt in the background, the wiki serves meanwhile
+                store.rebuild.resume()
+                continue
+            try:
+                updated, removed = catch_up_index(host)
+            except Exception:
+                log.exception("%s catch-up failed; run `hostcore reindex`", name)
+                continue
+            if updated or removed:
+                log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
 
 
 def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
-    _safely("link graph update", lambda: host.links.update(pages, removed))
-    if host.search is not None:
-        search = host.search
+    # Indexes that record a storage version follow its changes, in commit order, whichever
+    # process made them; the others take the event's pages as they come.
+    followed = catch_up(host, logging.DEBUG)
+    if not any(index is host.links for index in followed):
+        _safely("link graph update", lambda: host.links.update(pages, removed))
+    search = host.search
+    if search is not None and not any(index is search for index in followed):
         _safely("search index update", lambda: search.update([doc_of(p) for p in pages], removed))
 
 

@@ -1,9 +1,10 @@
 """The link graph and page facts, kept in SQLite beside the instance, up to date from page events.
 
 It holds, per visible page: title, hash and last change time; and every wiki-link between pages.
-``backlinks`` and ``health`` answer from it with indexed queries and never read pages. At
-start-up it is caught up with storage by comparing hashes, so pages changed outside hostcore
-(a ``git pull``, a copied file) are accounted for.
+``backlinks`` and ``health`` answer from it with indexed queries and never read pages. It records
+the storage version it reflects, so pages changed outside hostcore (a ``git push``, a copied file)
+are caught up along the storage's changes since then, or by comparing hashes when the storage
+cannot tell (see :mod:`hostcore.indexes.indexer`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ CREATE INDEX IF NOT EXISTS pages_changed ON pages(changed);
 CREATE INDEX IF NOT EXISTS pages_nocase ON pages(slug COLLATE NOCASE);
 -- every folder below a namespace that ever held a page, one row per name ignoring case (case_variant)
 CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY COLLATE NOCASE) WITHOUT ROWID;
+-- the storage version (Storage.version) the graph reflects
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS pages_orphans ON pages(inbound, namespace, slug);
 CREATE TABLE IF NOT EXISTS links (
     source TEXT NOT NULL,
@@ -111,6 +114,7 @@ class LinkGraph:
                         db.execute("DROP TABLE IF EXISTS pages")
                         db.execute("DROP TABLE IF EXISTS links")
                         db.execute("DROP TABLE IF EXISTS folders")
+                        db.execute("DROP TABLE IF EXISTS meta")
                         for statement in _SCHEMA.split(";")[:-1]:
                             db.execute(statement)
                         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -195,6 +199,19 @@ class LinkGraph:
     def hashes(self) -> dict[str, str]:
         with self._guard() as db:
             return dict(db.execute("SELECT slug, hash FROM pages"))
+
+    def storage_version(self) -> str | None:
+        """The storage version (``Storage.version``) the graph reflects; None when unknown."""
+        with self._guard() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'storage_version'").fetchone()
+        return row[0] if row else None
+
+    def set_storage_version(self, version: str | None) -> None:
+        with self._guard() as db:
+            if version is None:
+                db.execute("DELETE FROM meta WHERE key = 'storage_version'")
+            else:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('storage_version', ?)", (version,))
 
     def page_counts(self) -> dict[str, int]:
         """Namespace -> number of pages in it."""

@@ -2,7 +2,9 @@
 
 The host keeps the index in step: after every page event it calls :meth:`SearchBackend.update`
 with the new documents and the removed slugs; at start-up it compares :meth:`SearchBackend.hashes`
-with the storage's page hashes and indexes what differs (pages changed outside hostcore).
+with the storage's page hashes and indexes what differs (pages changed outside hostcore). A backend
+that records the storage version it reflects (:meth:`SearchBackend.storage_version`) is caught up
+along the storage's changes since that version instead, at start-up and before every search.
 Access is the caller's business: :meth:`SearchBackend.search` gets the namespaces the caller may
 read (None: all) and filters inside the engine, so paging stays exact. Hidden pages are never
 indexed.
@@ -90,8 +92,18 @@ class SearchBackend(ABC):
         """Slug -> hash of every indexed page (what :meth:`update` was given)."""
 
     def clear(self) -> None:
-        """Empty the index."""
+        """Empty the index (and forget its storage version)."""
         self.update(removed=list(self.hashes()))
+        self.set_storage_version(None)
+
+    def storage_version(self) -> str | None:
+        """The storage version (:meth:`hostcore.Storage.version`) the index reflects, as recorded by
+        :meth:`set_storage_version`; None when unknown. Optional: without it the index is caught up
+        with changes made outside hostcore at start-up only, by comparing every page's hash."""
+        return None
+
+    def set_storage_version(self, version: str | None) -> None:
+        """Record the storage version the index now reflects (kept across restarts). Optional."""
 
     def optimize(self) -> None:
         """Compact the index after a bulk load (reindex, a large start-up catch-up). Optional."""

@@ -60,11 +60,16 @@ Operation = Put | Delete
 
 @dataclass(frozen=True)
 class Change:
-    """Who made a change and why: a commit's author and message for backends with history."""
+    """Who made a change and why: a commit's author and message for backends with history.
+
+    ``moves``: (old path, new path) of each file the change moves, so that a backend with history
+    can follow the file back across the move (:meth:`Storage.history`, :meth:`Storage.read_at`).
+    """
 
     author: str
     message: str
     email: str = ""
+    moves: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,13 +196,27 @@ class Storage(ABC):
         """Operational facts worth showing in ``health`` (e.g. the last push to a remote)."""
         return {}
 
+    # --- versions: optional, so derived indexes catch up with what changed, not with everything
+
+    def version(self) -> str | None:
+        """A cheap id of everything stored now, new after every change, wherever it came from (git:
+        the branch's commit id). None when the backend has none: indexes then compare every page."""
+        return None
+
+    def changed_since(self, version: str, until: str) -> list[str] | None:
+        """The paths whose content differs between two versions (from :meth:`version`), sorted, or
+        None when the backend cannot tell (an unknown version): indexes then compare every page."""
+        return None
+
     def close(self) -> None:
         """Release resources (file handles, connections)."""
 
     # --- history: only for backends that keep it ----------------------------------------
 
     def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
-        """Recorded changes, newest first; only those touching ``path`` when given."""
+        """Recorded changes, newest first; only those touching ``path`` when given, following the
+        file back across moves (recorded in ``Change.moves``, or a file that left one path for
+        another unchanged in one change), so a moved page keeps its history."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
 
     def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
@@ -212,5 +231,6 @@ class Storage(ABC):
         return out
 
     def read_at(self, path: str, revision: str) -> bytes:
-        """The bytes of ``path`` as of ``revision``. Raises NotFound."""
+        """The bytes of ``path`` as of ``revision`` (at the path it had then, for a file moved
+        since: :meth:`history` lists such revisions). Raises NotFound."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")

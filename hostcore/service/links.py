@@ -20,6 +20,7 @@ from hostcore.domain.pages import (
     slugify,
 )
 from hostcore.errors import Conflict, HostcoreError, NotFound, ValidationError
+from hostcore.indexes.indexer import catch_up
 from hostcore.indexes.link_graph import DanglingLink, LinkingPage
 from hostcore.seams.storage import Delete, Operation, Put
 from hostcore.service.base import WikiBase
@@ -87,7 +88,7 @@ class LinksMixin(PagesMixin):
 
     def _relocate(self, page: Page, new: Page, basehash: str, tool: str) -> Page:
         """Write ``new`` (at a new slug) and remove ``page`` in one change. Raises Conflict."""
-        change = self._change(tool, f"{page.slug} -> {new.slug}")
+        change = replace(self._change(tool, f"{page.slug} -> {new.slug}"), moves=((page_path(page.slug), page_path(new.slug)),))
         ops: list[Operation] = [
             Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)
         ]
@@ -155,6 +156,7 @@ class LinksMixin(PagesMixin):
         rewritten: list[str] = []
         failed: list[FailedLink] = []
         hidden = 0
+        catch_up(self.host)
         for source in self.host.links.slugs_linking_to(old):
             if source in (old, new):
                 continue
@@ -178,6 +180,7 @@ class LinksMixin(PagesMixin):
 
     def backlinks(self, slug: str) -> Backlinks:
         self._access("read", slug)
+        catch_up(self.host)
         return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
 
     def health(self, namespace: str | None = None) -> Health:
@@ -188,6 +191,7 @@ class LinksMixin(PagesMixin):
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
         names = scope if scope is not None else self._namespace_names()
+        catch_up(self.host)
         graph = self.host.links
         missing, missing_total = graph.dangling(scope, HEALTH_LIST_LIMIT)
         orphans, orphans_total = graph.orphans(

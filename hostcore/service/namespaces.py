@@ -9,6 +9,7 @@ from typing_extensions import TypedDict
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path
 from hostcore.errors import Conflict, NotFound, ValidationError
+from hostcore.indexes.indexer import catch_up
 from hostcore.seams.storage import Put
 from hostcore.service.base import WikiBase
 
@@ -64,6 +65,7 @@ class NamespacesMixin(WikiBase):
 
     def list_namespaces(self) -> NamespaceList:
         self.principal.require("read")
+        catch_up(self.host)
         counts = self.host.links.page_counts()
         out: list[NamespaceEntry] = []
         for name in self._namespace_names():

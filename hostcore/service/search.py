@@ -8,6 +8,7 @@ from typing_extensions import TypedDict
 
 from hostcore.domain.pages import check_namespace
 from hostcore.errors import NotFound, Unavailable, ValidationError
+from hostcore.indexes.indexer import catch_up
 from hostcore.service.base import WikiBase
 
 MAX_SEARCH_OFFSET = 1000
@@ -72,6 +73,7 @@ class SearchMixin(WikiBase):
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
         self.host.search.rebuild.check()
+        catch_up(self.host)
         found = self.host.search.search(query, namespaces=scope, offset=offset, limit=limit)
         hits: list[Hit] = [
             {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)}

@@ -39,7 +39,7 @@ def page_history(
     *,
     wiki: Wiki,
 ) -> PageHistory:
-    """List the commits that changed one page, newest first (also for a deleted page).
+    """List the commits that changed one page, newest first (also for a deleted page), following it back across moves and renames.
 
     Arguments: slug; offset (default 0); limit (1-200, default 20). When more is true, pass
     next_offset as offset. Read an old version with read_page and revision set to a commit id;

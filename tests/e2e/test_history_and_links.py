@@ -512,6 +512,64 @@ async def test_read_page_at_a_revision(server, mode, uid):
     assert_head_holds(server, slug, current)
 
 
+async def test_page_history_follows_moves_and_renames(server, mode, uid):
+    """Moves keep history: after move_page and rename_page the page's history holds every commit
+    of its earlier slugs (what git log finds over all its paths), older revisions read and restore."""
+    first, second = f"notes/{uid}", f"team/{uid}-moved"
+    async with mcp_session(server, server.tokens["admin"], mode) as c:
+        h = ok(await c.call_tool("save_page", {"slug": first, "body": "first words\n"}))["hash"]
+        h = ok(await c.call_tool("save_page", {"slug": first, "basehash": h, "body": "second words\n"}))["hash"]
+        h = ok(await c.call_tool("move_page", {"slug": first, "new_slug": second, "basehash": h}))["hash"]
+        renamed = ok(await c.call_tool("rename_page", {"slug": second, "title": f"Renamed {uid}", "basehash": h}))
+        third = renamed["slug"]
+        history = ok(await c.call_tool("page_history", {"slug": third, "limit": 10}))
+        oldest = history["commits"][-1]["id"]
+        old = ok(await c.call_tool("read_page", {"slug": third, "revision": oldest}))
+        restored = ok(await c.call_tool("restore_page", {"slug": third, "revision": oldest, "basehash": renamed["hash"]}))
+        now = ok(await c.call_tool("read_page", {"slug": third}))
+
+    restore, *expected = log(server, 10, f"{first}.md", f"{second}.md", f"{third}.md")
+    assert [c_["id"] for c_ in history["commits"]] == [e["id"] for e in expected] and len(expected) == 4
+    assert restore["message"].startswith(f"restore_page: {third} from {oldest[:12]}")
+    assert [c_["message"].split(" via ")[0] for c_ in history["commits"]] == [
+        f"rename_page: {second} -> {third}", f"move_page: {first} -> {second}", f"save_page: {first}", f"save_page: {first}",
+    ]  # fmt: skip
+    assert history["commits"][0]["files"] == sorted([f"{second}.md", f"{third}.md"])
+    assert old["body"] == "first words\n" and old["hash"] == blob_at(server, oldest, f"{first}.md")
+    assert restored["restored_from"] == oldest and now["body"] == "first words\n"
+    assert_head_holds(server, third, now)
+
+
+# --- changes pushed into the repository from outside ------------------------------------------
+
+
+async def test_pushes_from_outside_reach_search_and_links_on_the_next_read(server, uid):
+    """A commit pushed into the bare repository reaches search, backlinks and health on the next
+    call, in every worker, without a restart; so does its removal."""
+    word = "pushed" + re.sub(r"[^a-z0-9]", "", uid)[:30]
+    source, target, nowhere = f"notes/{uid}-outside", f"notes/{uid}-target", f"notes/{uid}-nowhere"
+
+    async def views() -> list[tuple[list[str], list[str], list[str]]]:
+        seen = []
+        for _ in range(6):  # separate connections, spread over both workers
+            async with mcp_session(server, server.tokens["read"]) as c:
+                hits = ok(await c.call_tool("search", {"query": word}))["hits"]
+                backlinks = ok(await c.call_tool("backlinks", {"slug": target}))["backlinks"]
+                missing = ok(await c.call_tool("health", {"namespace": "notes"}))["missing"]
+            seen.append(([h["slug"] for h in hits], [b["slug"] for b in backlinks], [m["to"] for m in missing if m["from"] == source]))
+        return seen
+
+    assert set(map(repr, await views())) == {repr(([], [], []))}  # every worker has looked once
+    server.plant({
+        f"{source}.md": f"---\ntitle: Outside\n---\nA {word} links to [[{target}]] and [[{nowhere}]].\n",
+        f"{target}.md": "---\ntitle: Target\n---\nlinked from outside\n",
+    }, message="pushed from outside")
+    assert await views() == [([source], [source], [nowhere])] * 6
+    server.plant({f"{source}.md": None}, message="removed from outside")
+    assert await views() == [([], [], [])] * 6
+    assert server.stored(f"{target}.md") is not None and server.stored(f"{source}.md") is None
+
+
 # --- restore_page and delete_page -------------------------------------------------------------
 
 

@@ -9,6 +9,13 @@ was rewritten so that the last indexed commit is no longer an ancestor of the he
 rebuilt from the whole log. The file is derived data: deleting it only costs one rebuild, and a
 damaged one (``PRAGMA quick_check`` when opened, an error at run time) is set aside and rebuilt.
 
+Moves are recorded too, so a page's history follows it back across ``move_page`` and
+``rename_page`` (like ``git log --follow``, but exact): hostcore's own commits name each move in a
+``Hostcore-Moved: old -> new`` trailer (kept out of the message the index shows); in other commits
+a file that left one path and arrived unchanged at another (one blob, one old path, one new path)
+counts as moved. A path's history is its *lineage*: the commits changing the path since the last
+move into it, then those of the path it came from, before that move, and so on.
+
 Every method that writes must be called under the storage's write lock.
 """
 
@@ -28,9 +35,9 @@ from pygit2.enums import SortMode
 
 from hostcore import Revision, connect, damaged, file_id, recover_sqlite
 
-from .trees import changed
+from .trees import blob_id, changed
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # folders: the top-level folders a commit touched ("" for files at the root), newline-separated,
 # so access filtering never needs the full path list of a huge commit (an import of 50,000 pages).
 _SCHEMA = """
@@ -40,11 +47,37 @@ CREATE TABLE IF NOT EXISTS commits (
 CREATE TABLE IF NOT EXISTS changes (
     path TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (path, seq)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS changes_by_seq ON changes (seq, path);
+CREATE TABLE IF NOT EXISTS moves (
+    new TEXT NOT NULL, seq INTEGER NOT NULL, old TEXT NOT NULL, PRIMARY KEY (new, seq)) WITHOUT ROWID;
 """
 MAX_PATHS = 100  # paths listed per revision; path_count has the total
 PROGRESS_EVERY = 10_000  # commits between progress lines of a rebuild
 
 log = logging.getLogger(__name__)
+MAX_MOVES = 1000  # moves followed back from one path
+MOVED = "Hostcore-Moved"
+_MOVED_PREFIX = f"{MOVED}: "
+_ARROW = " -> "
+
+
+def with_moves(message: str, moves: Sequence[tuple[str, str]]) -> str:
+    """``message`` (one final newline) with a ``Hostcore-Moved`` trailer line per move."""
+    message = message.rstrip("\n") + "\n"
+    if not moves:
+        return message
+    return message + "\n" + "".join(f"{_MOVED_PREFIX}{old}{_ARROW}{new}\n" for old, new in moves)
+
+
+def split_moves(message: str) -> tuple[str, list[tuple[str, str]]]:
+    """(the message without its ``Hostcore-Moved`` trailer lines, the moves they name)."""
+    kept, moves = [], []
+    for line in message.rstrip("\n").split("\n"):
+        old, arrow, new = line.removeprefix(_MOVED_PREFIX).partition(_ARROW)
+        if line.startswith(_MOVED_PREFIX) and arrow and old and new:
+            moves.append((old, new))
+        else:
+            kept.append(line)
+    return "\n".join(kept).rstrip("\n"), moves
 
 class HistoryIndex:
     """The per-path history of one branch, stored in ``file``."""
@@ -71,7 +104,7 @@ class HistoryIndex:
             conn.execute("PRAGMA synchronous=NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 # Derived data: an older layout is dropped and rebuilt from the log on the next sync.
-                conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits;")
+                conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits; DROP TABLE IF EXISTS moves;")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
             self._conn, self._pid, self._opened = conn, os.getpid(), opened  # None: a snapshot on a full disk
@@ -149,10 +182,12 @@ class HistoryIndex:
                     f"SELECT {columns} FROM commits c ORDER BY c.seq DESC LIMIT ? OFFSET ?", (limit, offset)
                 ).fetchall()
             else:
+                lineage = _lineage(db, path)
+                where = " OR ".join("(p.path = ? AND p.seq BETWEEN ? AND ?)" for _ in lineage)
                 rows = db.execute(
                     f"SELECT {columns} FROM changes p JOIN commits c USING (seq)"
-                    " WHERE p.path = ? ORDER BY p.seq DESC LIMIT ? OFFSET ?",
-                    (path, limit, offset),
+                    f" WHERE {where} ORDER BY p.seq DESC LIMIT ? OFFSET ?",
+                    [*(value for segment in lineage for value in segment), limit, offset],
                 ).fetchall()
             paths = {
                 row[0]: [
@@ -173,6 +208,19 @@ class HistoryIndex:
             )
             for seq, id_, author, time, message, folders, path_count in rows
         ]
+
+    def path_at(self, path: str, commit: str) -> str:
+        """Where the file now at ``path`` was in ``commit``: ``path`` unless the file moved since
+        (or the commit is not indexed)."""
+        with self._guard:
+            db = self._db()
+            row = db.execute("SELECT seq FROM commits WHERE id = ?", (commit,)).fetchone()
+            if row is None:
+                return path
+            for old, low, _high in _lineage(db, path):
+                if row[0] >= low:
+                    return old
+        return path
 
     def last_times(self, paths: Sequence[str]) -> dict[str, int]:
         """Path -> commit time (epoch seconds) of the newest indexed commit changing it."""
@@ -205,16 +253,58 @@ class HistoryIndex:
 
 def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str]) -> None:
     folders = sorted({path.split("/", 1)[0] if "/" in path else "" for path in paths})
+    message, moves = split_moves(commit.message)
     seq = db.execute(
         "INSERT INTO commits (id, author, time, message, folders, path_count) VALUES (?, ?, ?, ?, ?, ?)",
-        (str(commit.id), commit.author.name, commit.author.time, commit.message.rstrip("\n"), "\n".join(folders), len(paths)),
+        (str(commit.id), commit.author.name, commit.author.time, message, "\n".join(folders), len(paths)),
     ).lastrowid
     db.executemany("INSERT INTO changes (path, seq) VALUES (?, ?)", [(path, seq) for path in paths])
+    if not moves:
+        moves = _unchanged_moves(commit, paths)
+    changed_here = set(paths)
+    db.executemany(
+        "INSERT OR REPLACE INTO moves (new, seq, old) VALUES (?, ?, ?)",
+        [(new, seq, old) for old, new in moves if old != new and old in changed_here and new in changed_here],
+    )
+
+
+def _unchanged_moves(commit: pygit2.Commit, paths: Sequence[str]) -> list[tuple[str, str]]:
+    """(old, new) of each file ``commit`` moved without changing it: the one path its blob left
+    and the one path it arrived at."""
+    if not commit.parents:
+        return []
+    before, after = commit.parents[0].tree, commit.tree
+    gone: dict[pygit2.Oid, list[str]] = {}
+    came: dict[pygit2.Oid, list[str]] = {}
+    for path in paths:
+        old, new = blob_id(before, path), blob_id(after, path)
+        if new is None and old is not None:
+            gone.setdefault(old, []).append(path)
+        elif old is None and new is not None:
+            came.setdefault(new, []).append(path)
+    return [(gone[oid][0], came[oid][0]) for oid in gone.keys() & came.keys() if len(gone[oid]) == len(came[oid]) == 1]
+
+
+def _lineage(db: sqlite3.Connection, path: str) -> list[tuple[str, int, int]]:
+    """(path, lowest seq, highest seq) of each stretch of the file now at ``path``, newest first."""
+    out: list[tuple[str, int, int]] = []
+    high = 2**62
+    for _ in range(MAX_MOVES):
+        row = db.execute(
+            "SELECT seq, old FROM moves WHERE new = ? AND seq <= ? ORDER BY seq DESC LIMIT 1", (path, high)
+        ).fetchone()
+        if row is None:
+            break
+        out.append((path, row[0], high))
+        path, high = row[1], row[0] - 1
+    out.append((path, 0, high))
+    return out
 
 
 def _clear(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM changes")
     db.execute("DELETE FROM commits")
+    db.execute("DELETE FROM moves")
 
 
 def changed_paths(commit: pygit2.Commit) -> list[str]:

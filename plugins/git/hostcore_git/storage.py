@@ -52,9 +52,9 @@ from hostcore import (
     out_of_space,
 )
 
-from .history import HistoryIndex
+from .history import HistoryIndex, with_moves
 from .remote import Pusher
-from .trees import blob_id, build, check_writable, entry_at, walk
+from .trees import blob_id, build, changed, check_writable, entry_at, walk
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -66,6 +66,7 @@ _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
 _UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree: the version of an unborn branch
 
 
 class GitStorage(Storage):
@@ -176,6 +177,34 @@ class GitStorage(Storage):
         _, tree = self._snapshot(self._repo())
         return {path: str(oid) for path, oid in walk(tree, check_path(prefix) if prefix else "")}
 
+    def version(self) -> str:
+        """The branch's commit id (one read of the ref); the empty tree's id while the branch is unborn."""
+        head = self._head(self._repo())
+        return str(head) if head is not None else EMPTY_TREE
+
+    def changed_since(self, version: str, until: str) -> list[str] | None:
+        """The files that differ between two commits (a tree diff that skips equal subtrees, so
+        its cost follows what changed), or None when either is not a commit of this repository.
+
+        The last answer is kept per thread: the link graph and the search index usually ask the same.
+        """
+        last = getattr(self._local, "diff", None)
+        if last is not None and last[0] == (version, until):
+            return list(last[1])
+        repo = self._repo()
+        trees = []
+        for rev in (version, until):
+            if rev == EMPTY_TREE:
+                trees.append(None)
+                continue
+            try:
+                trees.append(repo[rev].peel(pygit2.Commit).tree)
+            except (KeyError, ValueError, TypeError, pygit2.GitError):
+                return None
+        paths = sorted(changed(*trees))
+        self._local.diff = ((version, until), paths)
+        return list(paths)
+
     # --- writing ---------------------------------------------------------------------------
 
     def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
@@ -205,7 +234,7 @@ class GitStorage(Storage):
         repo = self._repo()
         wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
         signature = _signature(change)
-        message = change.message.rstrip("\n") + "\n"
+        message = with_moves(change.message, change.moves)
         with self._lock:
             for _ in range(_CAS_ATTEMPTS):
                 parent, tree = self._snapshot(repo)
@@ -293,7 +322,8 @@ class GitStorage(Storage):
                 self._history.sync(repo, self._head(repo))
 
     def read_at(self, path: str, revision: str) -> bytes:
-        """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression).
+        """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression), at
+        the path the file had then when it moved since (see :meth:`history`).
 
         Raises NotFound when the revision does not exist or holds no file at ``path``.
         """
@@ -302,6 +332,11 @@ class GitStorage(Storage):
             commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError):
             raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
+        try:
+            self._sync_history()
+            path = self._history.path_at(path, str(commit.id))
+        except sqlite3.Error:
+            log.exception("the history index cannot be read; reading %s at %s without following moves", path, revision)
         entry = entry_at(commit.tree, path)
         if not isinstance(entry, pygit2.Blob):
             raise NotFound(f"{path} does not exist at revision {revision}")

@@ -217,3 +217,19 @@ def test_branch_moved_mid_apply(storage: GitStorage, monkeypatch: pytest.MonkeyP
         storage.apply([Put("ns/a.md", b"mine", expect=blob_hash(b"one"))], Change("ann", "mine"))
         assert [r.message for r in storage.history()] == ["mine", "outside", "one"]
         assert storage.read("ns/b.md") == b"outside"
+
+
+def test_version_and_changes_since_agree_with_git_diff(storage: GitStorage) -> None:
+    empty = storage.version()
+    storage.apply([Put("a/x.md", b"x"), Put("a/y.md", b"y"), Put("b/z.md", b"z")], Change("ann", "first"))
+    first = storage.version()
+    assert first == log(storage.root)[0] != empty
+    assert storage.changed_since(empty, first) == ["a/x.md", "a/y.md", "b/z.md"]
+    push_from_outside(storage.root, {"a/y.md": b"y2", "c/new.md": b"new"})
+    storage.apply([Delete("b/z.md")], Change("ann", "delete"))
+    now = storage.version()
+    assert now == log(storage.root)[0]
+    expected = git(storage.root, "diff", "--name-only", "--no-renames", first, now).split()
+    assert storage.changed_since(first, now) == expected == ["a/y.md", "b/z.md", "c/new.md"]
+    assert storage.changed_since(now, now) == []
+    assert storage.changed_since("0" * 40, now) is None and storage.changed_since("not a commit", now) is None

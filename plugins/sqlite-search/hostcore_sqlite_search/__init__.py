@@ -95,6 +95,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     prefix = '2 3'
 )
 """
+# The storage version the index reflects (one row, key "storage_version"); made on first use, so
+# files built before it need no rebuild.
+META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0)"  # lower is better
 
 
@@ -298,6 +301,26 @@ class SqliteSearch(SearchBackend):
         with self._write() as db:
             db.execute("DELETE FROM pages")
             db.execute("DELETE FROM fts")
+            db.execute(META)
+            db.execute("DELETE FROM meta")
+
+    def storage_version(self) -> str | None:
+        with self._connection() as db:
+            try:
+                row = db.execute("SELECT value FROM meta WHERE key = 'storage_version'").fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                return None
+        return row[0] if row else None
+
+    def set_storage_version(self, version: str | None) -> None:
+        with self._write() as db:
+            db.execute(META)
+            if version is None:
+                db.execute("DELETE FROM meta WHERE key = 'storage_version'")
+            else:
+                db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('storage_version', ?)", (version,))
 
     # reading
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import threading
 import time
@@ -106,6 +107,7 @@ class TantivySearch(SearchBackend):
         self.root.mkdir(parents=True, exist_ok=True)
         self._folder = self.root / f"tantivy-v{FORMAT}"
         self._lock_path = self.root / "tantivy.lock"
+        self._version_path = self.root / f"tantivy-v{FORMAT}.storage-version"
         self._schema = _schema()
         self._analyser = _analyser()
         self._merges: threading.Thread | None = None
@@ -132,6 +134,7 @@ class TantivySearch(SearchBackend):
 
     def _set_aside(self, problem: Exception) -> None:
         set_aside(self._folder, "search index", str(problem))
+        self._version_path.unlink(missing_ok=True)  # the new, empty index reflects no storage version
         self._folder.mkdir()
         self.rebuild.start()
 
@@ -151,7 +154,23 @@ class TantivySearch(SearchBackend):
             self._write(docs, removed, clear=False)
 
     def clear(self) -> None:
+        self._version_path.unlink(missing_ok=True)
         self._write((), (), clear=True)
+
+    def storage_version(self) -> str | None:
+        try:
+            return self._version_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def set_storage_version(self, version: str | None) -> None:
+        """Kept in a small file beside the index, replaced atomically."""
+        if version is None:
+            self._version_path.unlink(missing_ok=True)
+            return
+        partial = self._version_path.with_name(f"{self._version_path.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(version)
+        os.replace(partial, self._version_path)
 
     def _write(self, docs: Sequence[SearchDoc], removed: Sequence[str], *, clear: bool) -> None:
         lock = FileLock(self._lock_path)
