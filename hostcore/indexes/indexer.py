@@ -31,6 +31,10 @@ from hostcore.seams.search import SearchDoc
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
+    from hostcore.indexes.link_graph import LinkGraph
+    from hostcore.seams.search import SearchBackend
+
+    Index = LinkGraph | SearchBackend
 
 log = logging.getLogger("hostcore.index")
 BATCH = 500
@@ -61,7 +65,7 @@ def _plan(host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]
     storage = host.storage
     version = storage.version()
     if not full and recorded is not None and version is not None:
-        paths = [] if recorded == version else storage.changed_since(recorded, version)
+        paths: list[str] | None = [] if recorded == version else storage.changed_since(recorded, version)
         if paths is not None:
             slugs = sorted({slug for path in paths if (slug := slug_from_path(path))})
             present = [slug for slug in slugs if storage.exists(page_path(slug))]
@@ -111,7 +115,7 @@ def _lock(host: Host) -> FileLock:
     return FileLock(host.instance_path / "indexes.lock")
 
 
-def catch_up(host: Host, level: int = logging.INFO) -> list[object]:
+def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
     """Catch every index that records a storage version up with what changed since, if anything.
 
     Costs one read of the storage's version when nothing changed since this process last looked;
@@ -127,7 +131,8 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[object]:
         return state["followed"]
     if host.disk_full():  # an index cannot be written: it catches up once there is space again
         return []
-    followed, failed = [], False
+    followed: list[Index] = []
+    failed = False
     with _lock(host):
         for name, index, fn in _indexes(host):
             try:
@@ -146,8 +151,8 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[object]:
     return followed
 
 
-def _indexes(host: Host) -> list[tuple[str, object, Callable[[Host], tuple[int, int]]]]:
-    found: list[tuple[str, object, Callable[[Host], tuple[int, int]]]] = [("link graph", host.links, catch_up_links)]
+def _indexes(host: Host) -> list[tuple[str, Index, Callable[[Host], tuple[int, int]]]]:
+    found: list[tuple[str, Index, Callable[[Host], tuple[int, int]]]] = [("link graph", host.links, catch_up_links)]
     if host.search is not None:
         found.append(("search index", host.search, catch_up_search))
     return found

@@ -203,7 +203,7 @@ class Storage(ABC):
         the branch's commit id). None when the backend has none: indexes then compare every page."""
         return None
 
-    def changed_since(self, version: str, until: str) -> list[str] | None:
+    def changed_since(self, version: str, until: str) -> builtins.list[str] | None:
         """The paths whose content differs between two versions (from :meth:`version`), sorted, or
         None when the backend cannot tell (an unknown version): indexes then compare every page."""
         return None

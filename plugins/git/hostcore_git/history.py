@@ -157,7 +157,7 @@ class HistoryIndex:
             if head is None:
                 _clear(db)
             elif paths is not None and last == (str(parent) if parent else None):
-                _insert(db, repo[head], paths)
+                _insert(db, repo[head].peel(pygit2.Commit), paths)
             else:
                 if last is not None and not _is_ancestor(repo, last, head):
                     _clear(db)

@@ -18,6 +18,7 @@ process is removed once it is older than any live git process would hold it.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import re
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
@@ -132,7 +133,7 @@ class GitStorage(Storage):
     def _head(self, repo: pygit2.Repository) -> pygit2.Oid | None:
         """The commit the branch points at now (other processes move it), None while unborn."""
         try:
-            return repo.references[self._branch].target
+            return cast(pygit2.Oid, repo.references[self._branch].target)
         except KeyError:
             return None
 
@@ -162,16 +163,16 @@ class GitStorage(Storage):
         oid = blob_id(tree, check_path(path))
         return str(oid) if oid is not None else None
 
-    def list(self, prefix: str = "") -> list[str]:
+    def list(self, prefix: str = "") -> builtins.list[str]:
         _, tree = self._snapshot(self._repo())
         return [path for path, _ in walk(tree, check_path(prefix) if prefix else "")]
 
-    def folders(self, prefix: str = "") -> list[str]:
+    def folders(self, prefix: str = "") -> builtins.list[str]:
         _, tree = self._snapshot(self._repo())
         folder = tree if not prefix else entry_at(tree, check_path(prefix))
         if not isinstance(folder, pygit2.Tree):
             return []
-        return sorted(entry.name for entry in folder if isinstance(entry, pygit2.Tree))
+        return sorted(str(entry.name) for entry in folder if isinstance(entry, pygit2.Tree))
 
     def hashes(self, prefix: str = "") -> dict[str, str]:
         _, tree = self._snapshot(self._repo())
@@ -182,7 +183,7 @@ class GitStorage(Storage):
         head = self._head(self._repo())
         return str(head) if head is not None else EMPTY_TREE
 
-    def changed_since(self, version: str, until: str) -> list[str] | None:
+    def changed_since(self, version: str, until: str) -> builtins.list[str] | None:
         """The files that differ between two commits (a tree diff that skips equal subtrees, so
         its cost follows what changed), or None when either is not a commit of this repository.
 
@@ -192,7 +193,7 @@ class GitStorage(Storage):
         if last is not None and last[0] == (version, until):
             return list(last[1])
         repo = self._repo()
-        trees = []
+        trees: builtins.list[pygit2.Tree | None] = []
         for rev in (version, until):
             if rev == EMPTY_TREE:
                 trees.append(None)
@@ -201,7 +202,7 @@ class GitStorage(Storage):
                 trees.append(repo[rev].peel(pygit2.Commit).tree)
             except (KeyError, ValueError, TypeError, pygit2.GitError):
                 return None
-        paths = sorted(changed(*trees))
+        paths = sorted(changed(trees[0], trees[1]))
         self._local.diff = ((version, until), paths)
         return list(paths)
 
@@ -278,7 +279,7 @@ class GitStorage(Storage):
                     raise Unavailable(f"{self._branch} is locked by another git process; try again") from None
                 time.sleep(0.05)
 
-    def _index(self, repo: pygit2.Repository, commit: pygit2.Oid, parent: pygit2.Oid | None, paths: list[str]) -> None:
+    def _index(self, repo: pygit2.Repository, commit: pygit2.Oid, parent: pygit2.Oid | None, paths: builtins.list[str]) -> None:
         # The commit has landed, so the save succeeded; an index that lags is caught up later.
         try:
             self._history.sync(repo, commit, parent=parent, paths=paths)
@@ -288,7 +289,7 @@ class GitStorage(Storage):
 
     # --- history ---------------------------------------------------------------------------
 
-    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> list[Revision]:
+    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
         """Commits newest first (only those changing ``path`` when given), from the index.
 
         Raises ValidationError for a bad path or a negative offset or limit, Unavailable when the

@@ -85,7 +85,8 @@ def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[s
             builder.insert(name, oid, FileMode.BLOB)
     for name, sub in below.items():
         current = builder.get(name)
-        subtree = repo[current.id] if current is not None and current.filemode == FileMode.TREE else None
+        found = repo[current.id] if current is not None and current.filemode == FileMode.TREE else None
+        subtree = found if isinstance(found, pygit2.Tree) else None
         new = _build(repo, subtree, sub)
         if new is not None:
             builder.insert(name, new, FileMode.TREE)
@@ -102,8 +103,8 @@ def changed(old: pygit2.Tree | None, new: pygit2.Tree | None, base: str = "") ->
     """
     if old is not None and new is not None and old.id == new.id:
         return
-    before = {entry.name: entry for entry in old} if old is not None else {}
-    after = {entry.name: entry for entry in new} if new is not None else {}
+    before = {str(entry.name): entry for entry in old} if old is not None else {}
+    after = {str(entry.name): entry for entry in new} if new is not None else {}
     for name in sorted(before.keys() | after.keys()):
         a, b = before.get(name), after.get(name)
         if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:

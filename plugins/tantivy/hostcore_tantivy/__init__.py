@@ -111,6 +111,7 @@ class TantivySearch(SearchBackend):
         self._schema = _schema()
         self._analyser = _analyser()
         self._merges: threading.Thread | None = None
+        self._opened: tuple[int, ...] | None = None
         with FileLock(self._lock_path):
             self._open()
 
