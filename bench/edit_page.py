@@ -21,7 +21,6 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from hostcore.app import build_host
 from hostcore.domain.edits import apply_edits, unified_diff
 from hostcore.domain.principal import SYSTEM
 from hostcore.testing import cli, create_token, start_server, stop_process_group
+from timing import percentiles, timed  # bench/timing.py beside this script
 
 BIG = "notes/big"
 SMALL = "notes/index"
@@ -70,20 +70,6 @@ def old_way(body: str, edits: list[dict[str, str]], slug: str) -> str:
         new = new.replace(e["oldText"], e["newText"], 1)
     lines = difflib.unified_diff(body.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{slug}", f"b/{slug}", n=2)
     return "".join(lines)
-
-
-def percentiles(samples: list[float]) -> str:
-    samples = sorted(samples)
-    return f"p50 {statistics.median(samples):8.1f} ms  p95 {samples[int(0.95 * (len(samples) - 1))]:8.1f} ms"
-
-
-def timed(fn: Callable[[], object], runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 def in_process(instance: Path, body: str, edits: list[dict[str, str]], runs: int) -> None:

@@ -22,7 +22,7 @@ def gnu_diff(tmp_path: Path, old: str, new: str) -> str:
     """What ``diff -U2`` prints for the same texts, headers left out (they carry file times)."""
     (tmp_path / "old").write_bytes(old.encode())
     (tmp_path / "new").write_bytes(new.encode())
-    out = subprocess.run(["diff", "-U2", "old", "new"], cwd=tmp_path, capture_output=True).stdout.decode()
+    out = subprocess.run(["diff", "-U2", "old", "new"], cwd=tmp_path, capture_output=True, check=False).stdout.decode()
     return out.split("\n", 2)[2] if out else ""
 
 

@@ -6,18 +6,16 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import (
     Page,
     check_namespace,
     check_title,
     namespace_of,
-    namespace_path,
     page_path,
     rewrite_links,
     slugify,
 )
-from hostcore.errors import Conflict, HostcoreError, NotFound, ValidationError
+from hostcore.errors import Conflict, HostcoreError, ValidationError
 from hostcore.seams.storage import Delete, Put
 
 if TYPE_CHECKING:
@@ -28,11 +26,8 @@ HEALTH_LIST_LIMIT = 500
 
 
 def _index_page(wiki: Wiki, namespace: str) -> str:
-    try:
-        settings = ns_settings.parse(wiki.storage.read(namespace_path(namespace)))
-    except NotFound:
-        settings = {}
-    return f"{namespace}/{settings.get('index') or 'index'}"
+    index = wiki._namespace_fields(namespace, ("index",)).get("index")
+    return f"{namespace}/{index if isinstance(index, str) and index else 'index'}"
 
 
 class LinksMixin:
