@@ -52,7 +52,7 @@ def apply_edits(body: str, edits: Sequence[Mapping[str, Any]]) -> tuple[str, lis
                 f"occurs {body.count(old)} times; include more surrounding text so it matches exactly once",
                 field=f"edits[{i}].oldText",
             )
-        body = body.replace(old, new, 1)  # one copy; slicing around ``at`` makes three
+        body = "".join((body[:at], new, body[at + len(old) :]))  # replace() would search for it again
         spans = _track(spans, at, at + len(old), len(new) - len(old))
     return body, spans
 
