@@ -44,6 +44,8 @@ BAD = [
     ({"new": {"template": "nul\x00"}}, "new.template", "U+0000"),
     ({"new": {"template": "t", "slug": "../../x"}}, "new.slug", "'..'"),
     ({"new": {"template": "t", "slug": "a/b.md"}}, "new.slug", ".md"),
+    ({"new": {"template": "t", "slug": "{date}/../x"}}, "new.slug", "'..'"),
+    ({"new": {"template": "t", "slug": "{date"}}, "new.slug", "not allowed"),
     ({"export": {"base_url": "ftp://example.org/"}}, "export.base_url", "http or https"),
     ({"export": {"base_url": "javascript:alert(1)"}}, "export.base_url", "http or https"),
     ({"export": {"base_url": "https://"}}, "export.base_url", "http or https"),
@@ -77,7 +79,7 @@ def largest() -> dict:
         "index": "i" * 100,
         "widgets": list(ns_settings.WIDGETS),
         "tree": [folder + f"{i:04d}" + "p" * 44 for i in range(ns_settings.MAX_TREE)],
-        "new": {"template": "é\t\n" * (ns_settings.MAX_TEMPLATE_BYTES // 4), "slug": folder + "new"},
+        "new": {"template": "é\t\n" * (ns_settings.MAX_TEMPLATE_BYTES // 4), "slug": folder + "{date}-{title}"},
         "export": {"base_url": "https://example.org/" + "u" * 1980, "sitemap": True, "robots_allow": False, "links": "l" * 100},
     }
 

@@ -58,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
 }
 LISTED = ("title", "description", "public")
 """The fields list_namespaces shows; with ``index`` they come first in the stored file."""
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # in new.slug, e.g. journal/{date}
 _IMAGE = re.compile(r"[^/]+/[^/]+\.(png|jpe?g)", re.IGNORECASE)
 _CONTROL_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -241,8 +242,9 @@ def _new(value: Any, key: str, namespace: str) -> None:
     if size > MAX_TEMPLATE_BYTES:
         raise ValidationError(f"is {size} bytes as UTF-8; at most {MAX_TEMPLATE_BYTES} (64 KiB)", field="new.template")
     slug = value.get("slug", "")
+    _text(slug, "new.slug", MAX_SLUG)
     if slug != "":
-        _path(slug, "new.slug", namespace)
+        _path(_PLACEHOLDER.sub("x", slug), "new.slug", namespace)
 
 
 def _export(value: Any, key: str, _namespace: str) -> None:
