@@ -53,6 +53,7 @@ CASES = {
     "far apart: two hunks": (NUMBERED, [("line 3\n", "three\n"), ("line 20\n", "twenty\n")]),
     "four equal lines between: one hunk": (NUMBERED, [("line 5\n", "five\n"), ("line 10\n", "ten\n")]),
     "five equal lines between: two hunks": (NUMBERED, [("line 5\n", "five\n"), ("line 11\n", "eleven\n")]),
+    "adjacent lines: one block": (NUMBERED, [("line 4\n", "four\n"), ("line 5\n", "five\n")]),
     "same line twice": ("alpha beta\ngamma\n", [("alpha", "A"), ("beta", "B")]),
     "later edit rewrites an earlier one": (NUMBERED, [("line 7\n", "seven\n"), ("seven\nline 8", "7-8")]),
     "later edit before an earlier one": (NUMBERED, [("line 20\n", "x\n"), ("line 2\n", "y\n")]),
@@ -60,6 +61,7 @@ CASES = {
     "carriage returns stay in their lines": ("a\r\nb\r\nc\r\n", [("b", "B")]),
     "lone carriage return is not a line break": ("a\rb\nc\n", [("c", "C")]),
     "no-op": ("same\n", [("same", "same")]),
+    "characters of several bytes": ("é😀 ligne\nun\ndeux\n日本", [("deux", "2 😀"), ("日本", "本")]),
 }
 
 
@@ -91,7 +93,7 @@ def test_edit_page_diff_applies_to_the_stored_body(wiki, tmp_path):
 
 def test_random_edits_apply(tmp_path):
     rng = random.Random(7)
-    words = ["a", "b", "c", "\n", "\n", "xy"]
+    words = ["a", "b", "c", "\n", "\n", "xy", "é", "日本", "😀"]
     for _ in range(60):
         old = "".join(rng.choice(words) for _ in range(rng.randint(1, 400)))
         body, pairs = old, []

@@ -32,8 +32,12 @@ def apply_edits(body: str, edits: Sequence[Mapping[str, Any]]) -> tuple[str, lis
     """Apply ``{oldText, newText}`` edits in order; each oldText must occur exactly once at its step.
 
     Returns the new body and the sorted, disjoint spans where it differs from ``body``. Raises
-    ValidationError naming ``edits[i].oldText`` or ``edits[i].newText``.
+    ValidationError naming ``edits[i].oldText`` or ``edits[i].newText``. Each edit costs one search of
+    the body; the body is UTF-8 in a bytearray, changed in place, so no edit copies all of it (UTF-8
+    finds texts only at character boundaries, so the matches are those of the str).
     """
+    original = body.encode("utf-8", "surrogatepass")
+    data = bytearray(original)
     spans: list[Span] = []
     for i, edit in enumerate(edits):
         old, new = edit.get("oldText"), edit.get("newText")
@@ -41,20 +45,38 @@ def apply_edits(body: str, edits: Sequence[Mapping[str, Any]]) -> tuple[str, lis
             raise ValidationError("must be non-empty text copied exactly from the page", field=f"edits[{i}].oldText")
         if not isinstance(new, str):
             raise ValidationError("must be a string (empty to delete the text)", field=f"edits[{i}].newText")
-        at = body.find(old)
+        needle, replacement = old.encode("utf-8", "surrogatepass"), new.encode("utf-8", "surrogatepass")
+        at = data.find(needle)
         if at == -1:
             raise ValidationError(
                 "does not occur in the body at this step; copy it exactly from read_page (edits apply in order)",
                 field=f"edits[{i}].oldText",
             )
-        if body.find(old, at + len(old)) != -1:
+        if data.find(needle, at + len(needle)) != -1:
             raise ValidationError(
-                f"occurs {body.count(old)} times; include more surrounding text so it matches exactly once",
+                f"occurs {data.count(needle)} times; include more surrounding text so it matches exactly once",
                 field=f"edits[{i}].oldText",
             )
-        body = "".join((body[:at], new, body[at + len(old) :]))  # replace() would search for it again
-        spans = _track(spans, at, at + len(old), len(new) - len(old))
-    return body, spans
+        data[at : at + len(needle)] = replacement
+        spans = _track(spans, at, at + len(needle), len(replacement) - len(needle))
+    edited = data.decode("utf-8", "surrogatepass")
+    to_new = _characters(data, edited, [p for s in spans for p in (s.start, s.end)])
+    to_old = _characters(original, body, [p for s in spans for p in (s.old_start, s.old_end)])
+    return edited, [Span(to_new[s.start], to_new[s.end], to_old[s.old_start], to_old[s.old_end]) for s in spans]
+
+
+def _characters(data: bytes | bytearray, text: str, positions: list[int]) -> dict[int, int]:
+    """Character offsets in ``text`` of the ascending byte ``positions`` in ``data``, its UTF-8 form."""
+    if len(data) == len(text):  # ASCII: a byte is a character
+        return {p: p for p in positions}
+    out: dict[int, int] = {}
+    chars = previous = 0
+    with memoryview(data) as view:
+        for p in positions:
+            chars += len(str(view[previous:p], "utf-8", "surrogatepass"))
+            out[p] = chars
+            previous = p
+    return out
 
 
 def _track(spans: list[Span], start: int, end: int, delta: int) -> list[Span]:
@@ -109,14 +131,14 @@ def _down(text: str, at: int, lines: int) -> int:
 
 
 def _cores(old: str, new: str, spans: Sequence[Span]) -> list[list[int]]:
-    """[old_start, old_end, new_start, new_end]: the whole lines each span touches, merged where they share one.
+    """[old_start, old_end, new_start, new_end]: the whole lines each span touches, merged where they meet.
 
     Between spans the texts agree, so the same lines around them line up on both sides.
     """
     cores: list[list[int]] = []
     for span in spans:
         core = [_up(old, span.old_start, 0), _down(old, span.old_end, 1), _up(new, span.start, 0), _down(new, span.end, 1)]
-        if cores and core[0] < cores[-1][1]:
+        if cores and core[0] <= cores[-1][1]:
             cores[-1][1], cores[-1][3] = core[1], core[3]
         else:
             cores.append(core)
