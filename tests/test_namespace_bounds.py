@@ -8,8 +8,6 @@ from hostcore import Change, Put, TooLarge, Unavailable, ValidationError
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import namespace_path
 
-from .conftest import principal
-
 
 def snapshot(host):
     return {path: host.storage.read(path) for path in host.storage.list()}
@@ -139,12 +137,6 @@ def test_oversized_or_broken_file_from_outside_is_skipped_with_a_log_line(admin,
     admin.save_page("typed/index", body="x")
     admin.save_page("typed/other", body="x")
     assert admin.health("typed")["orphans"] == ["typed/other"]
-
-
-def test_readers_see_listings_of_big_namespaces(host, admin):
-    admin.save_namespace("big", **largest())
-    reader = host.wiki(principal("read"))
-    assert "big" in [n["name"] for n in reader.list_namespaces()["namespaces"]]
 
 
 def test_tool_schema_carries_the_limits(host):
