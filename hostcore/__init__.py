@@ -25,6 +25,7 @@ from hostcore.errors import (
     InsufficientScope,
     NotFound,
     StartupError,
+    TooLarge,
     Unavailable,
     ValidationError,
 )
@@ -96,6 +97,7 @@ __all__ = [
     "Storage",
     "Tag",
     "Term",
+    "TooLarge",
     "Tool",
     "Unauthorized",
     "Unavailable",

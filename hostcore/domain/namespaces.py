@@ -1,14 +1,27 @@
-"""Namespace settings: ``<namespace>/.namespace.yaml``, every field and allowed value of the contract."""
+"""Namespace settings: ``<namespace>/.namespace.yaml``, every field and allowed value of the contract.
+
+Every field is bounded (see the ``MAX_*`` limits), so a settings file stays small: at most
+:data:`MAX_FILE_BYTES`, which reading enforces too, so a file committed from outside cannot stall
+the tools that read it. ``list_namespaces`` and ``health`` need a few fields only: :func:`fields`
+reads the YAML events just as far as those go, and save_namespace writes them first.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
-from hostcore.domain.pages import MAX_TITLE, check_segment
-from hostcore.errors import ValidationError
+from hostcore.domain.pages import MAX_SLUG, MAX_TITLE, NAMESPACE_FILE, check_segment, check_slug
+from hostcore.errors import TooLarge, Unavailable, ValidationError
+
+# libyaml when the wheel has it: twenty times faster than the pure-Python parser.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
 
 SKINS = ("", "bare", "phosphor", "newsprint", "journal", "soft")
 PALETTES = (
@@ -20,6 +33,14 @@ WIDGETS = (
     "prev-entries",
 )  # fmt: skip
 MAX_DESCRIPTION = 255
+MAX_TREE = 1000
+"""Entries of ``tree``; each is a page or folder path checked like a page slug (at most 255 characters with the namespace)."""
+MAX_TEMPLATE_BYTES = 64 * 1024
+"""``new.template`` as UTF-8: a page skeleton, far smaller than a page may grow (1 MiB)."""
+MAX_URL = 2000
+MAX_LINKS = 100
+MAX_FILE_BYTES = 512 * 1024
+"""The settings file as stored, on write and on read: above what the field limits can produce."""
 NEW_FIELDS = ("template", "slug")
 EXPORT_FIELDS = ("base_url", "sitemap", "robots_allow", "links")
 DEFAULTS: dict[str, Any] = {
@@ -35,16 +56,88 @@ DEFAULTS: dict[str, Any] = {
     "new": {},
     "export": {},
 }
+LISTED = ("title", "description", "public")
+"""The fields list_namespaces shows; with ``index`` they come first in the stored file."""
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # in new.slug, e.g. journal/{date}
 _IMAGE = re.compile(r"[^/]+/[^/]+\.(png|jpe?g)", re.IGNORECASE)
+_CONTROL_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
-def parse(data: bytes) -> dict[str, Any]:
-    loaded = yaml.safe_load(data.decode("utf-8")) if data.strip() else {}
+def _checked_size(data: bytes, name: str) -> bytes:
+    if len(data) > MAX_FILE_BYTES:
+        raise TooLarge(
+            f"{name}/{NAMESPACE_FILE} is {len(data)} bytes; settings files may have at most {MAX_FILE_BYTES}. "
+            "Shrink it (its tree or new.template) in the wiki's repository",
+            field="name",
+        )
+    return data
+
+
+def _unreadable(name: str, exc: yaml.YAMLError) -> Unavailable:
+    where = getattr(exc, "problem_mark", None)
+    at = f" at line {where.line + 1}" if where is not None else ""
+    return Unavailable(f"{name}/{NAMESPACE_FILE} is not valid YAML{at}; fix it in the wiki's repository", field="name")
+
+
+def parse(data: bytes, name: str) -> dict[str, Any]:
+    """The whole settings mapping of namespace ``name``. Raises TooLarge or Unavailable (not YAML)."""
+    _checked_size(data, name)
+    try:
+        loaded = yaml.load(data, Loader=_Loader) if data.strip() else {}
+    except yaml.YAMLError as exc:
+        raise _unreadable(name, exc) from None
     return loaded if isinstance(loaded, dict) else {}
 
 
-def dump(settings: dict[str, Any]) -> bytes:
-    return yaml.safe_dump(settings, sort_keys=False, allow_unicode=True).encode("utf-8")
+def fields(data: bytes, name: str, wanted: tuple[str, ...]) -> dict[str, Any]:
+    """The top-level settings in ``wanted`` that hold a plain value, reading the YAML only as far as needed.
+
+    Stops once every wanted field is found, so a large tree or template after them is never parsed.
+    Raises TooLarge or Unavailable like :func:`parse`.
+    """
+    _checked_size(data, name)
+    loader = _Loader(data)
+    found: dict[str, Any] = {}
+    try:
+        loader.get_event()  # stream start
+        if not loader.check_event(yaml.DocumentStartEvent):
+            return found
+        loader.get_event()
+        if not loader.check_event(yaml.MappingStartEvent):
+            return found
+        loader.get_event()
+        while len(found) < len(wanted) and not loader.check_event(yaml.MappingEndEvent):
+            key = loader.get_event()
+            if isinstance(key, yaml.ScalarEvent) and key.value in wanted and loader.check_event(yaml.ScalarEvent):
+                value = loader.get_event()
+                tag = value.tag if value.tag not in (None, "!") else loader.resolve(yaml.ScalarNode, value.value, value.implicit)
+                found[key.value] = loader.construct_object(yaml.ScalarNode(tag, value.value))
+                continue
+            _skip(loader, key)
+            _skip(loader, loader.get_event())
+    except yaml.YAMLError as exc:
+        raise _unreadable(name, exc) from None
+    finally:
+        loader.dispose()
+    return found
+
+
+def _skip(loader: Any, event: yaml.Event) -> None:
+    """Consume the rest of the node ``event`` starts: nothing for a scalar or alias, the whole collection otherwise."""
+    depth = 1 if isinstance(event, yaml.CollectionStartEvent) else 0
+    while depth:
+        event = loader.get_event()
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def dump(settings: dict[str, Any], name: str) -> bytes:
+    """The stored form. Raises TooLarge above :data:`MAX_FILE_BYTES` (the field limits keep well below)."""
+    data = yaml.dump(settings, Dumper=_Dumper, sort_keys=False, allow_unicode=True).encode("utf-8")
+    return _checked_size(data, name)
 
 
 def complete(settings: dict[str, Any]) -> dict[str, Any]:
@@ -62,14 +155,26 @@ def merge(current: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
             out.pop("export", None)
         else:
             out[key] = value
-    return out
+    ordered = {key: out[key] for key in DEFAULTS if key in out}
+    ordered.update(out)  # unknown keys kept, after the known ones
+    return ordered
 
 
-def _string(value: Any, key: str, limit: int | None = None) -> None:
+def _text(value: Any, key: str, limit: int, *, lines: bool = False) -> str:
+    """A string of at most ``limit`` characters without control characters (tab and newlines allowed when ``lines``)."""
     if not isinstance(value, str):
         raise ValidationError("must be a string", field=key)
-    if limit is not None and len(value) > limit:
+    if len(value) > limit:
         raise ValidationError(f"is {len(value)} characters; at most {limit}", field=key)
+    bad = (_CONTROL_TEXT if lines else _CONTROL_LINE).search(value)
+    if bad:
+        allowed = "; tabs and line breaks are allowed" if lines else "; it is one line of text"
+        raise ValidationError(f"contains the control character U+{ord(bad.group()):04X} at {bad.start()}{allowed}", field=key)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("is not valid UTF-8 (lone surrogate)", field=key) from None
+    return value
 
 
 def _choice(value: Any, key: str, allowed: tuple[str, ...]) -> None:
@@ -85,40 +190,100 @@ def _fields(value: Any, key: str, allowed: tuple[str, ...]) -> None:
             raise ValidationError(f"unknown field {name!r}; allowed: {', '.join(allowed)}", field=key)
 
 
-def validate(given: dict[str, Any]) -> None:
-    """Check every given setting against the contract. Raises ValidationError naming the field."""
+def _list(value: Any, key: str, limit: int, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValidationError(f"must be a list of {what}", field=key)
+    if len(value) > limit:
+        raise ValidationError(f"has {len(value)} entries; at most {limit}", field=key)
+    return value
+
+
+def _path(value: Any, key: str, namespace: str) -> None:
+    """A page or folder path inside ``namespace``, checked as the page slug ``namespace/path`` would be."""
+    _text(value, key, MAX_SLUG)
+    check_slug(f"{namespace}/{value}", key)
+
+
+def _bool(value: Any, key: str) -> None:
+    if not isinstance(value, bool):
+        raise ValidationError("must be true or false", field=key)
+
+
+def _image(value: Any, key: str, namespace: str) -> None:
+    _text(value, key, MAX_SLUG)
+    if value and not _IMAGE.fullmatch(value):
+        raise ValidationError("must be page/filename of a PNG or JPEG attachment, e.g. index/hero.png", field=key)
+    if value:
+        _path(value, key, namespace)
+
+
+def _index(value: Any, key: str, namespace: str) -> None:
+    _text(value, key, MAX_SLUG)
+    check_segment(value, key, "index page name")
+    _path(value, key, namespace)
+
+
+def _widgets(value: Any, key: str, _namespace: str) -> None:
+    for item in _list(value, key, len(WIDGETS), "widget names"):
+        _choice(item, key, WIDGETS)
+    if len(set(value)) != len(value):
+        raise ValidationError("names a widget twice; list each at most once", field=key)
+
+
+def _tree(value: Any, key: str, namespace: str) -> None:
+    for i, item in enumerate(_list(value, key, MAX_TREE, "page or folder paths in this namespace, e.g. guides/setup")):
+        _path(item, f"{key}[{i}]", namespace)
+
+
+def _new(value: Any, key: str, namespace: str) -> None:
+    _fields(value, key, NEW_FIELDS)
+    template = _text(value.get("template", ""), "new.template", MAX_TEMPLATE_BYTES, lines=True)
+    size = len(template.encode("utf-8"))
+    if size > MAX_TEMPLATE_BYTES:
+        raise ValidationError(f"is {size} bytes as UTF-8; at most {MAX_TEMPLATE_BYTES} (64 KiB)", field="new.template")
+    slug = value.get("slug", "")
+    _text(slug, "new.slug", MAX_SLUG)
+    if slug != "":
+        _path(_PLACEHOLDER.sub("x", slug), "new.slug", namespace)
+
+
+def _export(value: Any, key: str, _namespace: str) -> None:
+    _fields(value, key, EXPORT_FIELDS)
+    if "base_url" in value:
+        url = _text(value["base_url"], "export.base_url", MAX_URL)
+        try:
+            parts = urlsplit(url)
+            web = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            web = False
+        if url and (not web or " " in url):
+            raise ValidationError("must be an http or https URL, e.g. https://example.org/notes/", field="export.base_url")
+    for name in ("sitemap", "robots_allow"):
+        if name in value:
+            _bool(value[name], f"export.{name}")
+    if "links" in value:
+        _text(value["links"], "export.links", MAX_LINKS)
+
+
+_CHECKS: dict[str, Callable[[Any, str, str], object]] = {
+    "title": lambda value, key, _ns: _text(value, key, MAX_TITLE),
+    "description": lambda value, key, _ns: _text(value, key, MAX_DESCRIPTION, lines=True),
+    "public": lambda value, key, _ns: _bool(value, key),
+    "image": _image,
+    "skin": lambda value, key, _ns: _choice(value, key, SKINS),
+    "palette": lambda value, key, _ns: _choice(value, key, PALETTES),
+    "index": _index,
+    "widgets": _widgets,
+    "tree": _tree,
+    "new": _new,
+    "export": _export,
+}
+
+
+def validate(given: dict[str, Any], namespace: str) -> None:
+    """Check every given setting of ``namespace`` against its limits. Raises ValidationError naming the field."""
     for key, value in given.items():
-        if key == "title":
-            _string(value, key, MAX_TITLE)
-        elif key == "description":
-            _string(value, key, MAX_DESCRIPTION)
-        elif key == "public":
-            if not isinstance(value, bool):
-                raise ValidationError("must be true or false", field=key)
-        elif key == "image":
-            _string(value, key)
-            if value and not _IMAGE.fullmatch(value):
-                raise ValidationError("must be page/filename of a PNG or JPEG attachment, e.g. index/hero.png", field=key)
-        elif key == "skin":
-            _choice(value, key, SKINS)
-        elif key == "palette":
-            _choice(value, key, PALETTES)
-        elif key == "index":
-            _string(value, key)
-            check_segment(value, key, "index page name")
-        elif key == "widgets":
-            if not isinstance(value, list):
-                raise ValidationError("must be a list of widget names", field=key)
-            for item in value:
-                _choice(item, key, WIDGETS)
-        elif key == "tree":
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise ValidationError("must be a list of page or folder paths", field=key)
-        elif key == "new":
-            _fields(value, key, NEW_FIELDS)
-            for name in NEW_FIELDS:
-                _string(value.get(name, ""), f"new.{name}")
-        elif key == "export":
-            _fields(value, key, EXPORT_FIELDS)
-        else:
+        check = _CHECKS.get(key)
+        if check is None:
             raise ValidationError(f"unknown setting {key!r}", field=key)
+        check(value, key, namespace)

@@ -6,16 +6,21 @@ calls on ``self`` is typed; :class:`hostcore.service.wiki.Wiki` puts them togeth
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
 from hostcore.domain.principal import Principal
-from hostcore.errors import Conflict, NotFound, ValidationError
+from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
 from hostcore.seams.storage import Change
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
+
+log = logging.getLogger("hostcore.service")
+_reported: set[str] = set()  # settings problems already logged by this process
 
 
 class WikiBase:
@@ -103,3 +108,15 @@ class WikiBase:
                 f"{given} differs only by case from the existing {existing}; use that {what} or pick another name",
                 field=field,
             )
+
+    def _namespace_fields(self, name: str, wanted: tuple[str, ...]) -> dict[str, Any]:
+        """The ``wanted`` plain settings of ``name``; none (and a log line) when its file is missing, too large or broken."""
+        try:
+            return ns_settings.fields(self.storage.read(namespace_path(name)), name, wanted)
+        except NotFound:
+            return {}
+        except (TooLarge, Unavailable) as exc:
+            if exc.message not in _reported:
+                _reported.add(exc.message)
+                log.warning("namespace settings skipped, defaults used: %s", exc.message)
+            return {}

@@ -7,19 +7,17 @@ from dataclasses import replace
 
 from typing_extensions import TypedDict
 
-from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.pages import (
     Page,
     check_namespace,
     check_slug,
     check_title,
     namespace_of,
-    namespace_path,
     page_path,
     rewrite_links,
     slugify,
 )
-from hostcore.errors import Conflict, HostcoreError, NotFound, ValidationError
+from hostcore.errors import Conflict, HostcoreError, ValidationError
 from hostcore.indexes.indexer import catch_up
 from hostcore.indexes.link_graph import DanglingLink, LinkingPage
 from hostcore.seams.storage import Delete, Operation, Put
@@ -76,11 +74,8 @@ class Health(TypedDict, total=False):
 
 
 def _index_page(wiki: WikiBase, namespace: str) -> str:
-    try:
-        settings = ns_settings.parse(wiki.storage.read(namespace_path(namespace)))
-    except NotFound:
-        settings = {}
-    return f"{namespace}/{settings.get('index') or 'index'}"
+    index = wiki._namespace_fields(namespace, ("index",)).get("index")
+    return f"{namespace}/{index if isinstance(index, str) and index else 'index'}"
 
 
 class LinksMixin(PagesMixin):

@@ -71,14 +71,15 @@ class NamespacesMixin(WikiBase):
         for name in self._namespace_names():
             if not self.principal.can_access(name):
                 continue
-            settings = ns_settings.parse(self.storage.read(namespace_path(name)))
+            settings = self._namespace_fields(name, ns_settings.LISTED)
+            title, description = settings.get("title"), settings.get("description")
             out.append(
                 {
                     "name": name,
-                    "title": settings.get("title", ""),
-                    "description": settings.get("description", ""),
+                    "title": title if isinstance(title, str) else "",
+                    "description": description if isinstance(description, str) else "",
                     "pages": counts.get(name, 0),
-                    "public": bool(settings.get("public", False)),
+                    "public": settings.get("public") is True,
                 }
             )
         return {"namespaces": out}
@@ -92,7 +93,7 @@ class NamespacesMixin(WikiBase):
         except NotFound:
             raise NotFound(f"no namespace {name!r}; list_namespaces shows those that exist", field="name") from None
         # the settings were validated when saved and are completed with defaults: they have this shape
-        return cast(NamespaceSettings, {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data))})
+        return cast(NamespaceSettings, {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data, name))})
 
     def _check_new_namespace(self, name: str) -> None:
         """Refuse a new namespace name a clone elsewhere could not hold: a device name or trailing
@@ -111,7 +112,7 @@ class NamespacesMixin(WikiBase):
         check_namespace(name)
         self.principal.require_namespace(name, "name")
         given = {k: v for k, v in fields.items() if v is not None}
-        ns_settings.validate(given)
+        ns_settings.validate(given, name)
         path = namespace_path(name)
         if basehash is None:
             self._check_new_namespace(name)
@@ -123,9 +124,9 @@ class NamespacesMixin(WikiBase):
                 raise Conflict(f"namespace {name!r} does not exist; omit basehash to create it", field="basehash", hash="") from None
             if digest != basehash:
                 raise Conflict("is stale: re-read with read_namespace and retry with its hash", field="basehash", hash=digest)
-            current = ns_settings.parse(data)
+            current = ns_settings.parse(data, name)
         settings = ns_settings.merge(current, given)
-        data = ns_settings.dump(settings)
+        data = ns_settings.dump(settings, name)
         change = self._change("save_namespace", name)
         try:
             result = self.storage.apply([Put(path, data, expect=basehash)], change)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import replace
 
 from typing_extensions import TypedDict
 
+from hostcore.domain.edits import apply_edits, unified_diff
 from hostcore.domain.pages import (
     Page,
     check_body,
@@ -152,31 +152,9 @@ class PagesMixin(WikiBase):
         if len(edits) > MAX_EDITS:
             raise ValidationError(f"has {len(edits)} edits; at most {MAX_EDITS} per call", field="edits")
         previous = self._current_or_conflict(slug, basehash, with_body=False)
-        body = previous.body
-        for i, edit in enumerate(edits):
-            old, new = edit.get("oldText"), edit.get("newText")
-            if not isinstance(old, str) or not old:
-                raise ValidationError("must be non-empty text copied exactly from the page", field=f"edits[{i}].oldText")
-            if not isinstance(new, str):
-                raise ValidationError("must be a string (empty to delete the text)", field=f"edits[{i}].newText")
-            count = body.count(old)
-            if count == 0:
-                raise ValidationError(
-                    "does not occur in the body at this step; copy it exactly from read_page (edits apply in order)",
-                    field=f"edits[{i}].oldText",
-                )
-            if count > 1:
-                raise ValidationError(
-                    f"occurs {count} times; include more surrounding text so it matches exactly once",
-                    field=f"edits[{i}].oldText",
-                )
-            body = body.replace(old, new, 1)
+        body, spans = apply_edits(previous.body, edits)
         check_body(body)
-        diff = "".join(
-            difflib.unified_diff(
-                previous.body.splitlines(keepends=True), body.splitlines(keepends=True), f"a/{slug}", f"b/{slug}", n=2
-            )
-        )
+        diff = unified_diff(previous.body, body, spans, f"a/{slug}", f"b/{slug}")
         new_page = replace(previous, body=body).stored()
         changed = new_page.hash != previous.hash
         result: EditResult = {"slug": slug, "hash": previous.hash, "changed": changed, "diff": diff, "dryRun": dry_run}

@@ -9,22 +9,44 @@ from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
-from hostcore.domain.namespaces import PALETTES, SKINS, WIDGETS
-from hostcore.domain.pages import MAX_TITLE
+from hostcore.domain.namespaces import (
+    MAX_DESCRIPTION,
+    MAX_LINKS,
+    MAX_TEMPLATE_BYTES,
+    MAX_TREE,
+    MAX_URL,
+    PALETTES,
+    SKINS,
+    WIDGETS,
+)
+from hostcore.domain.pages import MAX_SLUG, MAX_TITLE
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.tool import Tool, tool
 from hostcore.service.namespaces import (
-    ExportSettings,
     NamespaceList,
     NamespaceSaved,
     NamespaceSettings,
-    NewTemplate,
 )
 from hostcore.service.wiki import Wiki
 from hostcore.tools.args import NamespaceName
 
+Path = Annotated[str, Field(min_length=1, max_length=MAX_SLUG)]
 
+
+# What save_namespace accepts for ``new`` and ``export``: NewTemplate and ExportSettings with their limits
+# (the results keep the plain types, so a file written from outside still reads back).
+class NewTemplateArgs(TypedDict, total=False):
+    template: Annotated[str, Field(max_length=MAX_TEMPLATE_BYTES, description="page skeleton, at most 64 KiB as UTF-8")]
+    slug: Annotated[str, Field(max_length=MAX_SLUG, description="path of new pages in this namespace; {placeholders} allowed, e.g. journal/{date}")]
+
+
+class ExportArgs(TypedDict, total=False):
+    base_url: Annotated[str, Field(max_length=MAX_URL, description="http or https URL the export is served from")]
+    sitemap: bool
+    robots_allow: bool
+    links: Annotated[str, Field(max_length=MAX_LINKS)]
 @tool(read_only=True, scope="read", title="List namespaces")
 def list_namespaces(*, wiki: Wiki) -> NamespaceList:
     """List accessible namespaces with their title, description, page count and whether anonymous visitors can read them.
@@ -49,12 +71,13 @@ def save_namespace(
     basehash: Annotated[str | None, Field(description="hash from read_namespace; required to update, omit to create")] = None,
     public: Annotated[bool | None, Field(description="whether anonymous visitors can read the namespace")] = None,
     title: Annotated[str | None, Field(max_length=MAX_TITLE, description="human-readable namespace title")] = None,
-    description: Annotated[str | None, Field(max_length=255, description="brief namespace description")] = None,
+    description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION, description="brief namespace description")] = None,
     image: Annotated[
         str | None,
         Field(
+            max_length=MAX_SLUG,
             description="link preview image for pages without their own, as page/filename of a PNG or JPEG "
-            "attachment in this namespace, e.g. index/hero.png"
+            "attachment in this namespace, e.g. index/hero.png",
         ),
     ] = None,
     skin: Annotated[Literal[SKINS] | None, Field(description="skin shown to visitors; empty for the default")] = None,  # type: ignore[valid-type]
@@ -62,17 +85,27 @@ def save_namespace(
         Literal[PALETTES] | None,  # type: ignore[valid-type]
         Field(description="colour palette shown to visitors; empty for the skin's own"),
     ] = None,
-    index: Annotated[str | None, Field(description="one-segment page name used as the namespace index")] = None,
+    index: Annotated[
+        str | None,
+        Field(max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="one-segment page name used as the namespace index"),
+    ] = None,
     widgets: Annotated[
         list[Literal[WIDGETS]] | None,  # type: ignore[valid-type]
-        Field(description="complete ordered widget list; empty for the default set"),
+        Field(max_length=len(WIDGETS), description="complete ordered widget list, each at most once; empty for the default set"),
     ] = None,
-    tree: Annotated[list[str] | None, Field(description="complete ordered list of page or folder paths for the page tree")] = None,
+    tree: Annotated[
+        list[Path] | None,
+        Field(
+            max_length=MAX_TREE,
+            description="complete ordered list of page or folder paths in this namespace for the page tree, "
+            "e.g. guides or guides/setup",
+        ),
+    ] = None,
     new: Annotated[
-        NewTemplate | None, Field(description="new-page template {template, slug}; set both fields empty to remove it")
+        NewTemplateArgs | None, Field(description="new-page template {template, slug}; set both fields empty to remove it")
     ] = None,
     export: Annotated[
-        ExportSettings | None,
+        ExportArgs | None,
         Field(description="static export settings {base_url, sitemap, robots_allow, links}; an empty object removes them"),
     ] = None,
     *,
@@ -82,10 +115,13 @@ def save_namespace(
 
     Arguments: name; basehash (omit to create, required to update); public; title (at most 256);
     description (at most 255); image (page/filename of a PNG or JPEG attachment); skin; palette; index
-    (one-segment index page name); widgets; tree; new {template, slug}; export {base_url, sitemap,
-    robots_allow, links}. Each save is one recorded change and never changes pages. On update, fields you
-    omit keep their values; lists and objects replace the stored value whole. A stale basehash fails with
-    a conflict carrying the current hash: re-read and retry.
+    (one-segment index page name); widgets; tree (at most 1000 page or folder paths in this namespace);
+    new {template (at most 64 KiB), slug (a path in this namespace, e.g. journal/{date})}; export
+    {base_url (an http or https URL), sitemap, robots_allow, links}. Text may not hold control
+    characters (the template and the description may hold tabs and line breaks). Each save is one
+    recorded change and never changes pages. On update, fields you omit keep their values; lists and
+    objects replace the stored value whole. A stale basehash fails with a conflict carrying the current
+    hash: re-read and retry.
     """
     fields = {
         "public": public, "title": title, "description": description, "image": image, "skin": skin, "palette": palette, "index": index,

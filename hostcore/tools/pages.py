@@ -121,8 +121,8 @@ def edit_page(
     128 objects {oldText, newText}, applied in order); dryRun (optional: validate and return the diff
     without saving). Each oldText must occur exactly once in the body at the moment its edit is applied;
     newText may be empty to delete. Any failed edit cancels the whole call and nothing is written. All
-    edits land as one change. The result has slug, hash, changed and a unified diff; a no-op changes
-    nothing. A stale basehash fails with a conflict carrying the current hash: re-read and retry.
+    edits land as one change. The result has slug, hash, changed and a unified diff of the changed lines
+    with 2 lines of context, as diff -U2 writes it; a no-op changes nothing. A stale basehash fails with a conflict carrying the current hash: re-read and retry.
     """
     return wiki.edit_page(slug, basehash, [{"oldText": e["oldText"], "newText": e["newText"]} for e in edits], dryRun)
 

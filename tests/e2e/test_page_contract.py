@@ -629,6 +629,12 @@ async def test_namespace_settings(server, mode):
             ({"export": {"color": "red"}}, "export"),
             ({"image": "hero.gif"}, "image"),
             ({"index": "_hidden"}, "index"),
+            ({"title": "nul\x00"}, "title"),
+            ({"tree": ["ok", "../../x"]}, "tree[1]"),
+            ({"tree": ["p"] * 1001}, "tree"),
+            ({"new": {"template": "t" * 65537}}, "new.template"),
+            ({"new": {"template": "t", "slug": "../../x"}}, "new.slug"),
+            ({"export": {"base_url": "javascript:alert(1)"}}, "export.base_url"),
         ):
             assert_field_error(
                 await c.call_tool("save_namespace", {"name": name, "basehash": s["hash"], **args}), "validation_error", field
