@@ -13,7 +13,7 @@ from flask import Flask
 from hostcore.host.config import load_config
 from hostcore.host.host import Host
 from hostcore.host.plugins import make_plugin_manager
-from hostcore.mcp import transport
+from hostcore.mcp import files, transport
 from hostcore.service.wiki import Wiki
 
 
@@ -73,5 +73,6 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = host.config["MAX_REQUEST_BYTES"]
     app.extensions["hostcore"] = host
     transport.install(app, host)
+    files.install(app)
     host.pm.hook.register_routes(app=app, host=host)
     return app

@@ -55,6 +55,10 @@ class Forbidden(HostcoreError):
     code = "forbidden"
 
 
+class TooLarge(HostcoreError):
+    code = "too_large"
+
+
 class Unavailable(HostcoreError):
     code = "unavailable"
 

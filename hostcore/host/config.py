@@ -29,6 +29,10 @@ DEFAULTS: dict[str, Any] = {
     "ALLOWED_HOSTS": [],
     "ALLOWED_ORIGINS": [],
     "MAX_REQUEST_BYTES": 8 * 1024 * 1024,
+    "MAX_ATTACHMENT_BYTES": 25 * 1024 * 1024,
+    "UPLOAD_URL_SECONDS": 900,
+    "EXTRACT_TIMEOUT_SECONDS": 30,
+    "EXTRACT_MEMORY_BYTES": 1024 * 1024 * 1024,
     "TITLE": "hostcore",
     "LOG_LEVEL": "INFO",
 }
@@ -42,6 +46,10 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "ALLOWED_HOSTS": list,
     "ALLOWED_ORIGINS": list,
     "MAX_REQUEST_BYTES": int,
+    "MAX_ATTACHMENT_BYTES": int,
+    "UPLOAD_URL_SECONDS": int,
+    "EXTRACT_TIMEOUT_SECONDS": int,
+    "EXTRACT_MEMORY_BYTES": int,
     "TITLE": str,
     "LOG_LEVEL": str,
 }
@@ -151,4 +159,8 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
         problems.append(f"PUBLIC_URL: {url!r} must start with http:// or https://")
     if isinstance(config.get("MAX_REQUEST_BYTES"), int) and config["MAX_REQUEST_BYTES"] < 2 * 1024 * 1024:
         problems.append("MAX_REQUEST_BYTES: must be at least 2097152 so a full 1 MiB page fits with its envelope")
+    for key in ("MAX_ATTACHMENT_BYTES", "UPLOAD_URL_SECONDS", "EXTRACT_TIMEOUT_SECONDS", "EXTRACT_MEMORY_BYTES"):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            problems.append(f"{key}: must be greater than 0, got {value!r}")
     return problems

@@ -15,6 +15,8 @@ import pluggy
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import StartupError
+from hostcore.host.uploads import UploadTickets
+from hostcore.indexes.extraction import TextExtraction
 from hostcore.indexes.link_graph import LinkGraph
 from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
@@ -69,6 +71,13 @@ class Host:
             self._make_backend("SEARCH", "search", self.search_backends, "search") if self.config["SEARCH"] else None
         )
         self.links = LinkGraph(self.instance_path / "links.sqlite")
+        self.uploads = UploadTickets(self.instance_path / "uploads.sqlite")
+        self.extraction = TextExtraction(
+            self.instance_path / "extracted.sqlite",
+            self.extractors,
+            self.config["EXTRACT_TIMEOUT_SECONDS"],
+            self.config["EXTRACT_MEMORY_BYTES"],
+        )
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
         pm.hook.register_tools(register=self._register_tool, host=self)
@@ -133,6 +142,8 @@ class Host:
 
     def close(self) -> None:
         self.links.close()
+        self.uploads.close()
+        self.extraction.close()
         self.storage.close()
         if self.search is not None:
             self.search.close()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from typing_extensions import TypedDict
 
+from hostcore.domain.attachments import attachment_links
 from hostcore.domain.pages import Page, wiki_links
 
 
@@ -31,7 +32,7 @@ class StaleRow(TypedDict):
     slug: str
     changed: float  # epoch seconds
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     slug TEXT PRIMARY KEY,
@@ -52,6 +53,14 @@ CREATE TABLE IF NOT EXISTS links (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS links_target ON links(target, source);
 CREATE INDEX IF NOT EXISTS links_dangling ON links(resolved, source_namespace, source, target);
+CREATE TABLE IF NOT EXISTS file_links (  -- Markdown links and images to attachment URLs
+    source TEXT NOT NULL,
+    source_namespace TEXT NOT NULL,
+    page TEXT NOT NULL,  -- the attachment's page
+    filename TEXT NOT NULL,
+    PRIMARY KEY (source, page, filename)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS file_links_namespace ON file_links(source_namespace, source);
 """
 
 
@@ -93,7 +102,10 @@ class LinkGraph:
         db = self._db()
         if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             # Derived data: an older layout is dropped and rebuilt by the start-up catch-up.
-            db.executescript("DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS folders;")
+            db.executescript(
+                "DROP TABLE IF EXISTS pages; DROP TABLE IF EXISTS links; DROP TABLE IF EXISTS folders; "
+                "DROP TABLE IF EXISTS file_links;"
+            )
             db.executescript(_SCHEMA)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         _add_case_lookups(db)
@@ -139,6 +151,10 @@ class LinkGraph:
                         (page.slug, target, page.namespace, target),
                     )
                     db.execute("UPDATE pages SET inbound = inbound + 1 WHERE slug = ?", (target,))
+                db.executemany(
+                    "INSERT OR IGNORE INTO file_links (source, source_namespace, page, filename) VALUES (?, ?, ?, ?)",
+                    [(page.slug, page.namespace, owner, name) for owner, name in attachment_links(page.body)],
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -150,6 +166,7 @@ class LinkGraph:
             "UPDATE pages SET inbound = inbound - 1 WHERE slug IN (SELECT target FROM links WHERE source = ?)", (slug,)
         )
         db.execute("DELETE FROM links WHERE source = ?", (slug,))
+        db.execute("DELETE FROM file_links WHERE source = ?", (slug,))
 
     def hashes(self) -> dict[str, str]:
         return dict(self._db().execute("SELECT slug, hash FROM pages"))
@@ -227,6 +244,17 @@ class LinkGraph:
             "SELECT slug FROM pages WHERE slug = ? COLLATE NOCASE AND slug != ? AND slug != ? LIMIT 1", (slug, slug, ignore)
         ).fetchone()
         return (slug, row[0]) if row is not None else None
+
+    def attachment_links(self, namespaces: Collection[str] | None) -> list[tuple[str, str, str]]:
+        """(linking page, attachment's page, filename) of the attachment links from pages in
+        ``namespaces`` (None: all) to attachments of pages in them, sorted."""
+        where, args = _in(namespaces, "source_namespace")
+        target_where, target_args = _in(namespaces, "substr(page, 1, instr(page, '/') - 1)")
+        rows = self._db().execute(
+            f"SELECT source, page, filename FROM file_links WHERE {where} AND {target_where} ORDER BY source, page, filename",
+            [*args, *target_args],
+        )
+        return [(source, page, filename) for source, page, filename in rows]
 
     def slugs_linking_to(self, slug: str) -> list[str]:
         return [r[0] for r in self._db().execute("SELECT source FROM links WHERE target = ? ORDER BY source", (slug,))]

@@ -18,6 +18,7 @@ process is removed once it is older than any live git process would hold it.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import re
@@ -268,6 +269,15 @@ class GitStorage(Storage):
         if not isinstance(entry, pygit2.Blob):
             raise NotFound(f"{path} does not exist at revision {revision}")
         return entry.data
+
+    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+        """Every file under the folder ``prefix`` in commit ``revision``. Raises NotFound."""
+        check_path(prefix)
+        try:
+            commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
+        return [path for path, _ in walk(commit.tree, prefix)]
 
     def last_revision_with(self, path: str) -> Revision | None:
         """The newest revision whose tree holds ``path``, or None if none ever did.
