@@ -56,12 +56,12 @@ def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: f
         out, err = proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_session(proc)
+        proc.communicate()
         raise ExtractionFailed(
             f"the {extractor.name} extractor took longer than {timeout:g} s (EXTRACT_TIMEOUT_SECONDS) and was stopped"
         ) from None
     finally:
-        if proc.poll() is None:
-            _kill_session(proc)
+        _kill_session(proc)  # whatever the extractor started and left behind
     try:
         answer = json.loads(out)
     except ValueError:
@@ -80,12 +80,11 @@ def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: f
 
 
 def _kill_session(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the child and anything it started (its own session), then reap it."""
+    """Kill the child and anything it started: every process left in its session's group."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
 
 
 _SCHEMA = """

@@ -3,9 +3,8 @@
 A :class:`Wiki` is bound to one principal. MCP tools, web views and CLI commands call its
 methods; none of them checks access, validates input or compares hashes on its own. Each family
 of operations is a mixin in a module of its own (pages, namespaces, links, history, search,
-attachments) over
-:class:`~hostcore.service.base.WikiBase`. Methods return the TypedDicts of the tool contract's
-results, and raise ``hostcore.errors``.
+attachments) over :class:`~hostcore.service.base.WikiBase`. Methods return the TypedDicts of the
+tool contract's results, and raise ``hostcore.errors``.
 """
 
 from __future__ import annotations

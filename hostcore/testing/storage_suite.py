@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from hostcore.errors import Conflict, NotFound, Unavailable, ValidationError
-from hostcore.seams.storage import ANY, Change, Delete, Put, Storage, blob_hash
+from hostcore.seams.storage import ANY, Change, Delete, Operation, Put, Storage, blob_hash
 
 CHANGE = Change(author="tester", message="test change")
 
@@ -161,7 +161,7 @@ class StorageConformance:
         }  # fmt: skip
         assert storage.read("notes/p.files/a.bin") == blob
         assert storage.hashes("notes/none.files") == {} and storage.list("notes/none.files") == []
-        moves = [Put("team/q.md", b"page", expect=None), Delete("notes/p.md", expect=blob_hash(b"page"))]
+        moves: list[Operation] = [Put("team/q.md", b"page", expect=None), Delete("notes/p.md", expect=blob_hash(b"page"))]
         for path, digest in storage.hashes("notes/p.files").items():
             moves += [Put("team/q.files/" + path.rsplit("/", 1)[1], storage.read(path), expect=None), Delete(path, expect=digest)]
         storage.apply(moves, CHANGE)
