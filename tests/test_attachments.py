@@ -330,3 +330,13 @@ def test_route_refuses_a_body_over_the_limit_before_using_the_ticket(instance):
     assert near.status_code == 413
     fits = client.post(path, data={"file": (io.BytesIO(b"x" * 1000), "big.bin")}, content_type="multipart/form-data")
     assert fits.status_code == 201
+
+
+def test_attachment_settings_are_checked():
+    from hostcore.host.config import DEFAULTS, problems_in
+
+    assert DEFAULTS["MAX_ATTACHMENT_BYTES"] == 25 * 2**20 and DEFAULTS["UPLOAD_URL_SECONDS"] == 900
+    problems = problems_in({"MAX_ATTACHMENT_BYTES": 0, "UPLOAD_URL_SECONDS": "soon", "EXTRACT_TIMEOUT_SECONDS": -1})
+    assert "MAX_ATTACHMENT_BYTES: must be greater than 0, got 0" in problems
+    assert "EXTRACT_TIMEOUT_SECONDS: must be greater than 0, got -1" in problems
+    assert any(p.startswith("UPLOAD_URL_SECONDS: expected int") for p in problems)
