@@ -15,7 +15,7 @@ from hostcore.host.config import Config, read_config
 from hostcore.host.host import Host, backend_problems, register_backends
 from hostcore.host.logs import configure_logging
 from hostcore.host.plugins import load_plugins
-from hostcore.mcp import transport
+from hostcore.mcp import files, transport
 from hostcore.service.wiki import Wiki
 
 
@@ -86,5 +86,6 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = host.config["MAX_REQUEST_BYTES"]
     app.extensions["hostcore"] = host
     transport.install(app, host)
+    files.install(app)
     host.pm.hook.register_routes(app=app, host=host)
     return app

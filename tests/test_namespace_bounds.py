@@ -6,6 +6,7 @@ import pytest
 
 from hostcore import Change, Put, TooLarge, Unavailable, ValidationError
 from hostcore.domain import namespaces as ns_settings
+from hostcore.domain.attachments import image_path
 from hostcore.domain.pages import namespace_path
 
 
@@ -84,6 +85,8 @@ def largest() -> dict:
 
 def test_largest_allowed_settings_are_kept_whole(admin, host):
     settings = largest()
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 32  # the image setting must name a stored PNG or JPEG
+    host.storage.apply([Put(image_path("big", settings["image"]), png)], Change("uploader", "the namespace image"))
     saved = admin.save_namespace("big", **settings)
     stored = host.storage.read(namespace_path("big"))
     assert len(stored) <= ns_settings.MAX_FILE_BYTES

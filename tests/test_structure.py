@@ -106,7 +106,7 @@ def test_health_dangling_orphans_stale(git_host):
     report = wiki.health()
     assert report["missing"] == [{"from": "notes/a", "to": "notes/missing"}]
     assert report["orphans"] == ["notes/lonely"]
-    assert report["stale"] == [] and report["counts"] == {"missing": 1, "orphans": 1, "stale": 0}
+    assert report["stale"] == [] and report["counts"] == {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0}
     git_host.links._db().execute("UPDATE pages SET changed = ? WHERE slug = 'team/b'", (time.time() - 200 * 86400,))
     assert [s["slug"] for s in wiki.health("team")["stale"]] == ["team/b"]
     limited = git_host.wiki(principal("read", namespaces=["team"]))

@@ -28,6 +28,7 @@ MAX_SLUG = 255
 MAX_DEPTH = 8
 
 PAGE_SUFFIX = ".md"
+FILES_SUFFIX = ".files"  # a page's attachments folder: notes/plan.files/ beside notes/plan.md
 NAMESPACE_FILE = ".namespace.yaml"
 
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -102,6 +103,12 @@ def check_slug(slug: Any, field_name: str = "slug") -> str:
         check_segment(part, field_name, "segment")
     if parts[-1].endswith(PAGE_SUFFIX):
         raise ValidationError(f"{slug!r} ends in {PAGE_SUFFIX}; leave the extension off", field=field_name)
+    for part in parts[1:]:
+        if part.endswith(FILES_SUFFIX):
+            raise ValidationError(
+                f"segment {part!r} ends in {FILES_SUFFIX}, which names a page's attachments folder; pick another name",
+                field=field_name,
+            )
     return slug
 
 
@@ -124,6 +131,8 @@ def slug_from_path(path: str) -> str | None:
     slug = path[: -len(PAGE_SUFFIX)]
     parts = slug.split("/")
     if len(parts) < 2 or any(not p or p[0] in "_." for p in parts):
+        return None
+    if any(p.endswith(FILES_SUFFIX) for p in parts[1:]):  # a file in a page's attachments folder
         return None
     return slug
 
@@ -243,7 +252,7 @@ _FENCE = re.compile(r"^(```|~~~)")
 _LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 
 
-def _outside_code(body: str) -> list[str]:
+def outside_code(body: str) -> list[str]:
     lines, fenced = [], False
     for line in body.split("\n"):
         if _FENCE.match(line.lstrip()):
@@ -263,7 +272,7 @@ def resolve_link(target: str, from_slug: str) -> str:
 def wiki_links(body: str, from_slug: str) -> list[str]:
     """Targets of the ``[[slug]]``, ``[[slug|label]]`` and ``[[slug#heading]]`` links, in order, once each."""
     seen: list[str] = []
-    for line in _outside_code(body):
+    for line in outside_code(body):
         for m in _LINK.finditer(line):
             target = resolve_link(m.group(1), from_slug)
             if target not in seen:

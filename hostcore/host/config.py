@@ -36,6 +36,10 @@ SETTINGS: dict[str, Setting] = {
     "ALLOWED_ORIGINS": Setting(list, [], "more browser origins allowed to call the MCP endpoint"),
     "AUTHORIZATION_SERVERS": Setting(list, [], "OAuth authorization servers named in the protected-resource metadata"),
     "MAX_REQUEST_BYTES": Setting(int, 8 * 1024 * 1024, "request body limit"),
+    "MAX_ATTACHMENT_BYTES": Setting(int, 25 * 1024 * 1024, "largest attachment an upload may carry"),
+    "UPLOAD_URL_SECONDS": Setting(int, 900, "how long a one-use upload URL stays valid"),
+    "EXTRACT_TIMEOUT_SECONDS": Setting(int, 30, "time limit of one attachment's text extraction"),
+    "EXTRACT_MEMORY_BYTES": Setting(int, 1024 * 1024 * 1024, "memory limit of one attachment's text extraction"),
     "TITLE": Setting(str, "hostcore", "the wiki's name"),
     "LOG_LEVEL": Setting(str, "INFO", "level of hostcore's and its plugins' log records"),
     "MIN_FREE_BYTES": Setting(
@@ -215,4 +219,8 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"{where(config, 'MAX_REQUEST_BYTES')}: must be at least 2097152 so a full 1 MiB page fits with its envelope"
         )
+    for key in ("MAX_ATTACHMENT_BYTES", "UPLOAD_URL_SECONDS", "EXTRACT_TIMEOUT_SECONDS", "EXTRACT_MEMORY_BYTES"):
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            problems.append(f"{where(config, key)}: must be greater than 0, got {value!r}")
     return problems

@@ -18,6 +18,8 @@ from hostcore.domain.principal import Principal
 from hostcore.errors import DiskFull, StartupError
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
+from hostcore.host.uploads import UploadTickets
+from hostcore.indexes.extraction import TextExtraction
 from hostcore.indexes.link_graph import LinkGraph
 from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
@@ -122,6 +124,13 @@ class Host:
             self._make_backend(self.search_backends[config["SEARCH"]], "search") if config["SEARCH"] else None
         )
         self.links = LinkGraph(self.instance_path / "links.sqlite")
+        self.uploads = UploadTickets(self.instance_path / "uploads.sqlite")
+        self.extraction = TextExtraction(
+            self.instance_path / "extracted.sqlite",
+            self.extractors,
+            self.config["EXTRACT_TIMEOUT_SECONDS"],
+            self.config["EXTRACT_MEMORY_BYTES"],
+        )
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
         pm.hook.register_tools(register=self._register_tool, host=self)
@@ -203,6 +212,8 @@ class Host:
         if self.search is not None:
             self.search.rebuild.wait()
         self.links.close()
+        self.uploads.close()
+        self.extraction.close()
         self.storage.close()
         if self.search is not None:
             self.search.close()

@@ -19,7 +19,8 @@ from hostcore.seams import hookspecs
 
 DEFAULT_PLUGINS = (
     "hostcore.tools.pages", "hostcore.tools.namespaces", "hostcore.tools.links", "hostcore.tools.history",
-    "hostcore.tools.search", "hostcore.indexes.indexer",
+    "hostcore.tools.search", "hostcore.tools.attachments", "hostcore.indexes.indexer",
+    "hostcore.indexes.text_extractor",
 )
 ENTRY_POINT_GROUP = "hostcore"
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from typing_extensions import TypedDict
 
+from hostcore.domain.attachments import attachment_links
 from hostcore.domain.pages import Page, wiki_links
 from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite
 
@@ -35,7 +36,7 @@ class StaleRow(TypedDict):
     changed: float  # epoch seconds
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     slug TEXT PRIMARY KEY,
@@ -61,6 +62,14 @@ CREATE TABLE IF NOT EXISTS links (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS links_target ON links(target, source);
 CREATE INDEX IF NOT EXISTS links_dangling ON links(resolved, source_namespace, source, target);
+CREATE TABLE IF NOT EXISTS file_links (  -- Markdown links and images to attachment URLs
+    source TEXT NOT NULL,
+    source_namespace TEXT NOT NULL,
+    page TEXT NOT NULL,  -- the attachment's page
+    filename TEXT NOT NULL,
+    PRIMARY KEY (source, page, filename)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS file_links_namespace ON file_links(source_namespace, source);
 """
 
 
@@ -115,6 +124,7 @@ class LinkGraph:
                         db.execute("DROP TABLE IF EXISTS links")
                         db.execute("DROP TABLE IF EXISTS folders")
                         db.execute("DROP TABLE IF EXISTS meta")
+                        db.execute("DROP TABLE IF EXISTS file_links")
                         for statement in _SCHEMA.split(";")[:-1]:
                             db.execute(statement)
                         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -183,6 +193,10 @@ class LinkGraph:
                         (page.slug, target, page.namespace, target),
                     )
                     db.execute("UPDATE pages SET inbound = inbound + 1 WHERE slug = ?", (target,))
+                db.executemany(
+                    "INSERT OR IGNORE INTO file_links (source, source_namespace, page, filename) VALUES (?, ?, ?, ?)",
+                    [(page.slug, page.namespace, owner, name) for owner, name in attachment_links(page.body)],
+                )
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -195,6 +209,7 @@ class LinkGraph:
             "UPDATE pages SET inbound = inbound - 1 WHERE slug IN (SELECT target FROM links WHERE source = ?)", (slug,)
         )
         db.execute("DELETE FROM links WHERE source = ?", (slug,))
+        db.execute("DELETE FROM file_links WHERE source = ?", (slug,))
 
     def hashes(self) -> dict[str, str]:
         with self._guard() as db:
@@ -291,6 +306,18 @@ class LinkGraph:
                 "SELECT slug FROM pages WHERE slug = ? COLLATE NOCASE AND slug != ? AND slug != ? LIMIT 1", (slug, slug, ignore)
             ).fetchone()
         return (slug, row[0]) if row is not None else None
+
+    def attachment_links(self, namespaces: Collection[str] | None) -> list[tuple[str, str, str]]:
+        """(linking page, attachment's page, filename) of the attachment links from pages in
+        ``namespaces`` (None: all) to attachments of pages in them, sorted."""
+        where, args = _in(namespaces, "source_namespace")
+        target_where, target_args = _in(namespaces, "substr(page, 1, instr(page, '/') - 1)")
+        with self._reading() as db:
+            rows = db.execute(
+                f"SELECT source, page, filename FROM file_links WHERE {where} AND {target_where} ORDER BY source, page, filename",
+                [*args, *target_args],
+            ).fetchall()
+        return [(source, page, filename) for source, page, filename in rows]
 
     def slugs_linking_to(self, slug: str) -> list[str]:
         with self._reading() as db:

@@ -234,3 +234,8 @@ class Storage(ABC):
         """The bytes of ``path`` as of ``revision`` (at the path it had then, for a file moved
         since: :meth:`history` lists such revisions). Raises NotFound."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+
+    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+        """Every file path under the folder ``prefix`` as of ``revision``, sorted. Raises NotFound
+        for an unknown revision (restoring a page brings back its attachments from there)."""
+        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hostcore.domain import namespaces as ns_settings
+from hostcore.domain.attachments import files_folder
 from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
 from hostcore.domain.principal import Principal
 from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
@@ -89,6 +90,10 @@ class WikiBase:
         except Conflict as conflict:
             return conflict
         raise AssertionError("unreachable: an empty basehash never matches") from exc
+
+    def _attachments_of(self, slug: str) -> dict[str, str]:
+        """Storage path -> blob id of every attachment of ``slug`` (the files in its ``.files`` folder)."""
+        return self.storage.hashes(files_folder(slug))
 
     def _namespace_names(self) -> list[str]:
         return [name for name in self.storage.folders() if self.storage.exists(namespace_path(name))]

@@ -13,9 +13,10 @@ from itertools import islice
 
 from typing_extensions import TypedDict
 
+from hostcore.domain.attachments import files_folder
 from hostcore.domain.pages import Page, namespace_of, page_path, section, window
 from hostcore.errors import Conflict, NotFound, ValidationError
-from hostcore.seams.storage import Put, Revision, blob_hash
+from hostcore.seams.storage import Operation, Put, Revision, blob_hash
 from hostcore.service.base import WikiBase
 from hostcore.service.pages import PageWindow
 
@@ -170,6 +171,16 @@ class HistoryMixin(WikiBase):
                     continue
             offset += len(revs)
 
+    def _missing_attachments(self, slug: str, revision: str) -> list[Operation]:
+        """Puts bringing back the attachments the page had in ``revision`` that are gone now
+        (never replacing one that exists)."""
+        present = self._attachments_of(slug)
+        return [
+            Put(path, self.storage.read_at(path, revision), expect=None)
+            for path in self.storage.list_at(files_folder(slug), revision)
+            if path not in present
+        ]
+
     def restore_page(self, slug: str, revision: str | None = None, basehash: str | None = None) -> Restored:
         """Bring back a deleted page (its last version) or an older revision, as a new change."""
         self._access("write", slug)
@@ -194,8 +205,10 @@ class HistoryMixin(WikiBase):
         if old.hash == current_hash:
             return {"slug": slug, "hash": old.hash, "restored_from": revision, "changed": False}
         change = self._change("restore_page", f"{slug} from {revision[:12]}")
+        ops: list[Operation] = [Put(page_path(slug), data, expect=current_hash)]
+        ops += self._missing_attachments(slug, revision)
         try:
-            self.storage.apply([Put(page_path(slug), data, expect=current_hash)], change)
+            self.storage.apply(ops, change)
         except Conflict as exc:
             raise self._page_conflict(slug, exc, with_body=False) from None
         self.host.notify("page_saved", page=old, previous=previous, change=change)

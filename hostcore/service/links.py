@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from typing_extensions import TypedDict
 
+from hostcore.domain.attachments import attachment_path, attachment_url, files_folder, rewrite_attachment_links
 from hostcore.domain.pages import (
     Page,
     check_namespace,
@@ -63,10 +64,12 @@ class Counts(TypedDict):
     missing: int
     orphans: int
     stale: int
+    missing_attachments: int
 
 
 class Health(TypedDict, total=False):
     missing: list[DanglingLink]
+    missing_attachments: list[DanglingLink]
     orphans: list[str]
     stale: list[StalePage]
     counts: Counts
@@ -82,16 +85,32 @@ class LinksMixin(PagesMixin):
     """move_page, rename_page, backlinks and health; mixed into :class:`~hostcore.service.wiki.Wiki`."""
 
     def _relocate(self, page: Page, new: Page, basehash: str, tool: str) -> Page:
-        """Write ``new`` (at a new slug) and remove ``page`` in one change. Raises Conflict."""
-        change = replace(self._change(tool, f"{page.slug} -> {new.slug}"), moves=((page_path(page.slug), page_path(new.slug)),))
+        """Write ``new`` (at a new slug) and remove ``page`` in one change, its attachments moving
+        along (and the page's own links to them following). Raises Conflict."""
+        change = self._change(tool, f"{page.slug} -> {new.slug}")
+        body = rewrite_attachment_links(new.body, page.slug, new.slug)
+        if body != new.body:
+            new = replace(new, body=body).stored()
         ops: list[Operation] = [
             Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)
         ]
+        old_folder, new_folder = files_folder(page.slug), files_folder(new.slug)
+        moves = [(page_path(page.slug), page_path(new.slug))]
+        for path, digest in self._attachments_of(page.slug).items():
+            moved_path = new_folder + path[len(old_folder) :]
+            ops += [Put(moved_path, self.storage.read(path), expect=None), Delete(path, expect=digest)]
+            moves.append((path, moved_path))
+        change = replace(change, moves=tuple(moves))  # recorded, so history follows the page and its files
         try:
             self.storage.apply(ops, change)
         except Conflict as exc:
             if exc.data.get("path") == page_path(new.slug):
                 raise ValidationError(f"{new.slug!r} was just created by someone else; pick another", field="new_slug") from None
+            if str(exc.data.get("path", "")).startswith(new_folder + "/"):
+                raise ValidationError(
+                    f"{new.slug!r} has attachment files left in {new_folder}/ already; pick another slug or remove them",
+                    field="new_slug",
+                ) from None
             raise self._page_conflict(page.slug, exc, with_body=False) from None
         self.host.notify("page_moved", page=new, old_slug=page.slug, change=change)
         return new
@@ -193,13 +212,24 @@ class LinksMixin(PagesMixin):
             scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT, visible=self.principal.namespaces
         )
         stale, stale_total = graph.stale(scope, time.time() - STALE_DAYS * 86400, HEALTH_LIST_LIMIT)
+        broken = [
+            DanglingLink({"from": source, "to": attachment_url(owner, name)})
+            for source, owner, name in graph.attachment_links(scope)
+            if not self.storage.exists(attachment_path(owner, name))
+        ]
         result: Health = {
             "missing": missing,
+            "missing_attachments": broken[:HEALTH_LIST_LIMIT],
             "orphans": orphans,
             "stale": [
                 {"slug": s["slug"], "changed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s["changed"]))} for s in stale
             ],
-            "counts": {"missing": missing_total, "orphans": orphans_total, "stale": stale_total},
+            "counts": {
+                "missing": missing_total,
+                "orphans": orphans_total,
+                "stale": stale_total,
+                "missing_attachments": len(broken),
+            },
         }
         if self.principal.namespaces is None:
             result["storage"] = self.storage.status()

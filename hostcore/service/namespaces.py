@@ -7,6 +7,7 @@ from typing import Any, cast
 from typing_extensions import TypedDict
 
 from hostcore.domain import namespaces as ns_settings
+from hostcore.domain.attachments import image_path, sniff
 from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.indexes.indexer import catch_up
@@ -107,12 +108,27 @@ class NamespacesMixin(WikiBase):
                     field="name",
                 )
 
+    def _check_image(self, name: str, image: str) -> None:
+        """The ``image`` setting must name a PNG or JPEG attachment stored in the namespace."""
+        try:
+            data = self.storage.read(image_path(name, image))
+        except NotFound:
+            raise ValidationError(
+                f"{image!r} is not an attachment in {name!r}; upload it to page {name}/{image.rsplit('/', 1)[0]} with "
+                "upload_attachment first",
+                field="image",
+            ) from None
+        if sniff(data, image) not in ("image/png", "image/jpeg"):
+            raise ValidationError(f"{image!r} is not a PNG or JPEG file; point image at one", field="image")
+
     def save_namespace(self, name: str, basehash: str | None = None, **fields: Any) -> NamespaceSaved:
         self.principal.require("admin")
         check_namespace(name)
         self.principal.require_namespace(name, "name")
         given = {k: v for k, v in fields.items() if v is not None}
         ns_settings.validate(given, name)
+        if given.get("image"):
+            self._check_image(name, given["image"])
         path = namespace_path(name)
         if basehash is None:
             self._check_new_namespace(name)

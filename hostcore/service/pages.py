@@ -21,7 +21,7 @@ from hostcore.domain.pages import (
     window,
 )
 from hostcore.errors import Conflict, NotFound, ValidationError
-from hostcore.seams.storage import Delete, Put
+from hostcore.seams.storage import Delete, Operation, Put
 from hostcore.service.base import WikiBase
 
 MAX_EDITS = 128
@@ -173,8 +173,10 @@ class PagesMixin(WikiBase):
         self._access("write", slug)
         previous = self._current_or_conflict(slug, basehash, with_body=False) if basehash else self._load(slug)
         change = self._change("delete_page", slug)
+        ops: list[Operation] = [Delete(page_path(slug), expect=previous.hash)]
+        ops += [Delete(path, expect=digest) for path, digest in self._attachments_of(slug).items()]
         try:
-            self.storage.apply([Delete(page_path(slug), expect=previous.hash)], change)
+            self.storage.apply(ops, change)
         except (Conflict, NotFound) as exc:
             raise self._page_conflict(slug, exc, with_body=False) from None
         self.host.notify("page_deleted", page=previous, change=change)

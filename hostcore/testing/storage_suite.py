@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from hostcore.errors import Conflict, NotFound, ValidationError
-from hostcore.seams.storage import ANY, Change, Delete, Put, Storage, blob_hash
+from hostcore.errors import Conflict, NotFound, Unavailable, ValidationError
+from hostcore.seams.storage import ANY, Change, Delete, Operation, Put, Storage, blob_hash
 
 CHANGE = Change(author="tester", message="test change")
 
@@ -145,6 +145,43 @@ class StorageConformance:
         data = bytes(range(256)) * 8192
         storage.apply([Put("a/blob.bin", data, expect=ANY)], CHANGE)
         assert storage.read("a/blob.bin") == data
+
+    def test_attachments_in_a_page_folder(self, storage: Storage) -> None:
+        """A page's attachments: binary files in its ``.files`` folder, listed by prefix, with
+        their blob ids, and moved with the page as one batch."""
+        blob = bytes(range(256)) * 64 + b"\x00\xff"
+        storage.apply(
+            [Put("notes/p.md", b"page", expect=None), Put("notes/p.files/a.bin", blob, expect=None),
+             Put("notes/p.files/b.png", b"\x89PNG\r\n\x1a\n", expect=None)],
+            CHANGE,
+        )  # fmt: skip
+        assert storage.list("notes/p.files") == ["notes/p.files/a.bin", "notes/p.files/b.png"]
+        assert storage.hashes("notes/p.files") == {
+            "notes/p.files/a.bin": blob_hash(blob), "notes/p.files/b.png": blob_hash(b"\x89PNG\r\n\x1a\n")
+        }  # fmt: skip
+        assert storage.read("notes/p.files/a.bin") == blob
+        assert storage.hashes("notes/none.files") == {} and storage.list("notes/none.files") == []
+        moves: list[Operation] = [Put("team/q.md", b"page", expect=None), Delete("notes/p.md", expect=blob_hash(b"page"))]
+        for path, digest in storage.hashes("notes/p.files").items():
+            moves += [Put("team/q.files/" + path.rsplit("/", 1)[1], storage.read(path), expect=None), Delete(path, expect=digest)]
+        storage.apply(moves, CHANGE)
+        assert storage.list() == ["team/q.files/a.bin", "team/q.files/b.png", "team/q.md"]
+        assert storage.read("team/q.files/a.bin") == blob
+
+    def test_list_at_a_revision(self, storage: Storage) -> None:
+        """Backends with history list a folder as it was (restore_page brings attachments back)."""
+        storage.apply([Put("notes/p.md", b"page", expect=None), Put("notes/p.files/a.bin", b"\x00a", expect=None)], CHANGE)
+        if not storage.has_history:
+            with pytest.raises(Unavailable):
+                storage.list_at("notes/p.files", "anything")
+            return
+        revision = storage.history(limit=1)[0].id
+        storage.apply([Delete("notes/p.md"), Delete("notes/p.files/a.bin")], CHANGE)
+        assert storage.list_at("notes/p.files", revision) == ["notes/p.files/a.bin"]
+        assert storage.read_at("notes/p.files/a.bin", revision) == b"\x00a"
+        assert storage.list_at("notes/none.files", revision) == []
+        with pytest.raises(NotFound):
+            storage.list_at("notes/p.files", "0" * 40)
 
     @pytest.mark.parametrize("path", ["../x.md", "/abs.md", "a//b.md", "a/./b.md", "a\\b.md", ""])
     def test_rejects_unsafe_paths(self, storage: Storage, path: str) -> None:

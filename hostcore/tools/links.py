@@ -74,8 +74,10 @@ def health(
 ) -> Health:
     """Report dangling [[wiki-links]] whose target page is missing, orphan pages with no incoming links, and stale pages with no change in 180 days.
 
-    Arguments: namespace (optional). Returns missing (links {from, to}), orphans (slugs; namespace
-    index pages are never orphans), stale ({slug, changed}), counts of each (lists stop at 500), and
+    Arguments: namespace (optional). Returns missing (links {from, to}), missing_attachments
+    (Markdown links and images {from, to} whose attachment URL, /_/files/namespace/page/filename,
+    names no stored file), orphans (slugs; namespace index pages are never orphans), stale ({slug,
+    changed}), counts of each (lists stop at 500), and
     for callers with access to every namespace, storage facts such as the state of the push to a
     backup remote.
     """

@@ -298,15 +298,17 @@ async def test_health_reports_missing_and_orphans_per_namespace_and_per_token(se
 
     expected_one = {
         "missing": [{"from": f"{one}/a", "to": f"{one}/nothing-here"}],
+        "missing_attachments": [],
         "orphans": [f"{one}/lonely"],
         "stale": [],
-        "counts": {"missing": 1, "orphans": 1, "stale": 0},
+        "counts": {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0},
     }
     expected_two = {
         "missing": [{"from": f"{two}/c", "to": f"{two}/gone"}],
+        "missing_attachments": [],
         "orphans": [f"{two}/c"],
         "stale": [],
-        "counts": {"missing": 1, "orphans": 1, "stale": 0},
+        "counts": {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0},
     }
     assert {k: v for k, v in report_one.items() if k != "storage"} == expected_one
     assert {k: v for k, v in report_two.items() if k != "storage"} == expected_two
@@ -330,7 +332,7 @@ async def test_health_reports_missing_and_orphans_per_namespace_and_per_token(se
         ok(await c.call_tool("edit_page", {"slug": f"{one}/index", "basehash": h, "edits": [{"oldText": "]]", "newText": "]] [[lonely]]"}]}))
         ok(await c.call_tool("save_page", {"slug": f"{one}/nothing-here", "body": "now it exists\n"}))
         report = ok(await c.call_tool("health", {"namespace": one}))
-    assert report["missing"] == [] and report["orphans"] == [] and report["counts"] == {"missing": 0, "orphans": 0, "stale": 0}
+    assert report["missing"] == [] and report["orphans"] == [] and report["counts"] == {"missing": 0, "orphans": 0, "stale": 0, "missing_attachments": 0}
 
 
 @pytest.fixture(scope="module")

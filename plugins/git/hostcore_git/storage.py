@@ -343,6 +343,15 @@ class GitStorage(Storage):
             raise NotFound(f"{path} does not exist at revision {revision}")
         return entry.data
 
+    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+        """Every file under the folder ``prefix`` in commit ``revision``. Raises NotFound."""
+        check_path(prefix)
+        try:
+            commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError):
+            raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
+        return [path for path, _ in walk(commit.tree, prefix)]
+
     def last_revision_with(self, path: str) -> Revision | None:
         """The newest revision whose tree holds ``path``, or None if none ever did.
 

@@ -1,0 +1,151 @@
+"""Text of attachments: extracted in a subprocess with time and memory limits, cached by blob hash.
+
+An extractor (``register_extractors``) may be slow or crash on hostile input (a PDF bomb, a
+zip bomb in a DOCX), so it never runs in a worker: :func:`run_extractor` starts
+``python -m hostcore.indexes.extract_child`` in a session of its own, which limits its address
+space (``RLIMIT_AS``) and CPU time before it imports the extractor, and kills the whole session
+when the time limit passes. The worker thread only waits, at most that long; the other threads
+and workers keep serving.
+
+The outcome is cached in ``extracted.sqlite`` in the instance folder against the file's blob
+hash and the extractor's name, so a file is extracted once, whatever page it moves to. A failure
+is cached too (a hostile file costs its time limit once); delete the file to try again, e.g.
+after raising the limits. A file no extractor accepts is not cached: installing one later
+makes its text available.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hostcore.indexes.sqlite import ThreadLocalDB
+from hostcore.seams.extract import ExtractionFailed, Extractor, choose
+
+Status = Literal["extracted", "unsupported", "failed"]
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What became of a file's text: ``extracted`` (with ``text``), ``unsupported`` or ``failed``
+    (with ``reason``, a sentence people can read)."""
+
+    status: Status
+    text: str = ""
+    reason: str = ""
+    extractor: str = ""
+
+
+def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: float, memory: int) -> str:
+    """The text ``extractor`` makes of ``data``, in a subprocess limited to ``timeout`` seconds and
+    ``memory`` bytes of address space. Raises ExtractionFailed with the reason."""
+    cls = type(extractor)
+    target = f"{cls.__module__}:{cls.__qualname__}"
+    cmd = [sys.executable, "-m", "hostcore.indexes.extract_child", target, media_type, str(memory), str(timeout)]
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        out, err = proc.communicate(data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_session(proc)
+        proc.communicate()
+        raise ExtractionFailed(
+            f"the {extractor.name} extractor took longer than {timeout:g} s (EXTRACT_TIMEOUT_SECONDS) and was stopped"
+        ) from None
+    finally:
+        _kill_session(proc)  # whatever the extractor started and left behind
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and isinstance(answer.get("text"), str):
+        return answer["text"]
+    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+        raise ExtractionFailed(answer["error"])
+    if proc.returncode in (-signal.SIGKILL, -signal.SIGXCPU, -signal.SIGSEGV):
+        raise ExtractionFailed(
+            f"the {extractor.name} extractor was stopped by its limits (memory {memory // 2**20} MiB, "
+            f"EXTRACT_MEMORY_BYTES; time {timeout:g} s, EXTRACT_TIMEOUT_SECONDS)"
+        )
+    detail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+    raise ExtractionFailed(f"the {extractor.name} extractor crashed ({detail[0][:300]})")
+
+
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the child and anything it started: every process left in its session's group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS texts (
+    hash TEXT NOT NULL,
+    extractor TEXT NOT NULL,
+    status TEXT NOT NULL,
+    text TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (hash, extractor)
+) WITHOUT ROWID;
+"""
+
+
+class TextExtraction:
+    """Extract text with the registered extractors, once per file (SQLite cache at ``path``)."""
+
+    def __init__(self, path: Path, extractors: list[Extractor], timeout: float, memory: int) -> None:
+        self.path = Path(path)
+        self.extractors = extractors
+        self.timeout = timeout
+        self.memory = memory
+        self._db = ThreadLocalDB(path, _SCHEMA)
+
+
+    def cached(self, digest: str, media_type: str) -> Extraction | None:
+        """The cached outcome for the file with blob id ``digest``, without extracting."""
+        extractor = choose(self.extractors, media_type)
+        if extractor is None:
+            return self._unsupported(media_type)
+        row = self._db.db().execute(
+            "SELECT status, text, reason FROM texts WHERE hash = ? AND extractor = ?", (digest, extractor.name)
+        ).fetchone()
+        return Extraction(row[0], row[1], row[2], extractor.name) if row is not None else None
+
+    def text(self, data: bytes, digest: str, media_type: str) -> Extraction:
+        """The text of ``data`` (blob id ``digest``, sniffed ``media_type``): cached, or extracted now."""
+        found = self.cached(digest, media_type)
+        if found is not None:
+            return found
+        extractor = choose(self.extractors, media_type)
+        assert extractor is not None  # cached() answers unsupported types
+        try:
+            result = Extraction("extracted", run_extractor(extractor, data, media_type, self.timeout, self.memory),
+                                extractor=extractor.name)  # fmt: skip
+        except ExtractionFailed as exc:
+            result = Extraction("failed", reason=exc.message, extractor=extractor.name)
+        self._db.db().execute(
+            "INSERT OR REPLACE INTO texts (hash, extractor, status, text, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
+            (digest, extractor.name, result.status, result.text, result.reason, time.time()),
+        )
+        return result
+
+    @staticmethod
+    def _unsupported(media_type: str) -> Extraction:
+        return Extraction(
+            "unsupported",
+            reason=f"no text extractor reads {media_type} files; the file is stored and linkable, but its text "
+            "cannot be read or searched (an extractor plugin may add the type)",
+        )
+
+    def close(self) -> None:
+        self._db.close()

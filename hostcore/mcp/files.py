@@ -1,0 +1,94 @@
+"""HTTP routes for attachments: the one-use upload URL and serving an attachment's bytes.
+
+``POST /_/upload/<token>`` takes the file as multipart field ``file``. The URL is the credential,
+as the contract's one-use URL is meant to be: the agent that posts the file (``curl`` in a
+sandbox) does not hold the MCP client's bearer token. The ticket remembers who asked for it, and
+the service checks that principal's access again when the file arrives.
+
+``GET /_/files/<namespace>/<page>/<filename>`` (an ``attachment_url``) needs a bearer token, like
+the MCP endpoint, and the caller's access to the page. Files go out with headers that let no
+browser run script from them (:func:`hostcore.domain.attachments.serving_headers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from hostcore.domain.attachments import UPLOAD_PATH, URL_PREFIX, serving_headers, split_attachment_url
+from hostcore.domain.principal import SYSTEM
+from hostcore.errors import HostcoreError
+from hostcore.host.uploads import TicketRefused
+from hostcore.mcp.transport import authenticate, check_origin, host_of
+from hostcore.service.attachments import UPLOAD_FIELD, too_large
+
+MULTIPART_SLACK = 64 * 1024  # room for the multipart envelope around a file of the largest size
+STATUS = {
+    "validation_error": 400, "not_found": 404, "forbidden": 403, "insufficient_scope": 403, "conflict": 409,
+    "too_large": 413, "unavailable": 503,
+}  # fmt: skip
+
+bp = Blueprint("hostcore_files", __name__)
+
+
+def _error(exc: HostcoreError) -> Response:
+    response = jsonify({"error": exc.to_dict()})
+    response.status_code = exc.status if isinstance(exc, TicketRefused) else STATUS.get(exc.code, 400)
+    return response
+
+
+@bp.route(UPLOAD_PATH + "<token>", methods=["POST"])
+def upload(token: str) -> Any:
+    refused = check_origin()
+    if refused is not None:
+        return refused
+    host = host_of()
+    limit = host.config["MAX_ATTACHMENT_BYTES"]
+    try:
+        host.uploads.check(token)
+        if request.content_length is not None and request.content_length > limit + MULTIPART_SLACK:
+            raise too_large(request.content_length, limit)
+        request.max_content_length = limit + MULTIPART_SLACK
+        try:
+            sent = request.files.get(UPLOAD_FIELD)
+        except RequestEntityTooLarge:
+            raise too_large(request.content_length or limit + 1, limit) from None
+        if sent is None:
+            response = jsonify({"error": {"code": "validation_error", "field": UPLOAD_FIELD, "message": (
+                f"{UPLOAD_FIELD}: no file; POST it as multipart/form-data field '{UPLOAD_FIELD}', "
+                f"e.g. curl -F {UPLOAD_FIELD}=@report.pdf '<upload_url>'")}})  # fmt: skip
+            response.status_code = 400
+            return response
+        result = host.wiki(SYSTEM).complete_upload(token, sent.stream.read(limit + 1))
+    except HostcoreError as exc:
+        return _error(exc)
+    response = jsonify(result)
+    response.status_code = 201
+    return response
+
+
+@bp.route(URL_PREFIX + "<path:rest>", methods=["GET", "HEAD"])
+def serve_file(rest: str) -> Any:
+    refused = check_origin()
+    if refused is not None:
+        return refused
+    host = host_of()
+    principal = authenticate(host)
+    if isinstance(principal, Response):
+        return principal
+    target = split_attachment_url(URL_PREFIX + rest)
+    if target is None:
+        return _error(HostcoreError("give /_/files/<namespace>/<page>/<filename>", field="url"))
+    try:
+        data, media_type, digest = host.wiki(principal).attachment(*target)
+    except HostcoreError as exc:
+        return _error(exc)
+    response = Response(data, headers=serving_headers(media_type, target[1]))
+    response.set_etag(digest)
+    return response.make_conditional(request)
+
+
+def install(app: Any) -> None:
+    app.register_blueprint(bp)

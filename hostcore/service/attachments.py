@@ -1,0 +1,197 @@
+"""Attachments: one-use upload URLs, storing an upload beside its page, reading its text in windows.
+
+Mixed into :class:`~hostcore.service.wiki.Wiki`. An attachment belongs to its page: it is stored
+in the page's ``.files`` folder (:mod:`hostcore.domain.attachments`), and access to it is access
+to the page. Moving, renaming, deleting and restoring the page take its attachments along
+(:mod:`hostcore.service.links`, :mod:`hostcore.service.pages`, :mod:`hostcore.service.history`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from typing_extensions import TypedDict
+
+from hostcore.domain.attachments import (
+    UPLOAD_PATH,
+    attachment_path,
+    attachment_url,
+    check_filename,
+    files_folder,
+    sniff,
+)
+from hostcore.domain.hashes import blob_hash
+from hostcore.domain.pages import Window, fold, window
+from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
+from hostcore.indexes.extraction import Status
+from hostcore.seams.storage import Put
+from hostcore.service.base import WikiBase
+
+UPLOAD_FIELD = "file"
+
+
+class UploadTicket(TypedDict):
+    slug: str
+    filename: str
+    upload_url: str
+    field: str
+    attachment_url: str
+    expires_at: str
+    max_bytes: int
+    how: str
+
+
+class Uploaded(TypedDict):
+    slug: str
+    filename: str
+    attachment_url: str
+    media_type: str
+    size: int
+    hash: str
+    text_status: Status
+    text_reason: str
+    total_chars: int | None
+
+
+class AttachmentWindow(Window):
+    """A window of an attachment's text (``body``, ``offset``, ``total_chars``, ``truncated``,
+    ``next_offset``) and what the file is."""
+
+    slug: str
+    filename: str
+    media_type: str
+    size: int
+    hash: str
+
+
+class AttachmentsMixin(WikiBase):
+    """upload_attachment (and the upload it leads to), read_attachment, and serving the file."""
+
+    def _load_attachment(self, slug: str, filename: str) -> tuple[bytes, str]:
+        try:
+            return self.storage.read_with_hash(attachment_path(slug, filename))
+        except NotFound:
+            raise NotFound(
+                f"page {slug!r} has no attachment {filename!r}; the page's links show its attachments, "
+                "or upload it with upload_attachment",
+                field="filename",
+            ) from None
+
+    def _check_new_filename(self, slug: str, filename: str) -> None:
+        """Refuse a name taken on the page, or one that differs from a taken one only by case."""
+        for path in self._attachments_of(slug):
+            existing = path.rsplit("/", 1)[1]
+            if existing == filename:
+                raise ValidationError(
+                    f"page {slug!r} has an attachment {filename!r} already; pick another filename "
+                    "(an upload never replaces a file)",
+                    field="filename",
+                )
+            if fold(existing) == fold(filename):
+                raise ValidationError(
+                    f"{filename} differs only by case from the attachment {existing}; pick another filename",
+                    field="filename",
+                )
+
+    def upload_attachment(self, slug: str, filename: str) -> UploadTicket:
+        """A one-use URL to POST the file to (multipart field ``file``), valid UPLOAD_URL_SECONDS."""
+        self._access("write", slug)
+        check_filename(filename)
+        self._load(slug)
+        self._check_new_filename(slug, filename)
+        config = self.host.config
+        token, expires = self.host.uploads.issue(slug, filename, self.principal, config["UPLOAD_URL_SECONDS"])
+        upload_url = f"{config['PUBLIC_URL'].rstrip('/')}{UPLOAD_PATH}{token}"
+        return {
+            "slug": slug,
+            "filename": filename,
+            "upload_url": upload_url,
+            "field": UPLOAD_FIELD,
+            "attachment_url": attachment_url(slug, filename),
+            "expires_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires)),
+            "max_bytes": config["MAX_ATTACHMENT_BYTES"],
+            "how": f"POST the file once, as multipart field '{UPLOAD_FIELD}', before expires_at, e.g. "
+            f"curl -F {UPLOAD_FIELD}=@{filename} '{upload_url}'; then link it from the page with edit_page as "
+            f"[{filename}]({attachment_url(slug, filename)})",
+        }
+
+    def complete_upload(self, token: str, data: bytes) -> Uploaded:
+        """Store the file posted to a one-use URL as the attachment its ticket names.
+
+        The ticket is claimed (used up) once the file is known to fit; the caller's access is
+        checked again as the principal who asked for the URL. Raises TicketRefused (unknown,
+        expired or used URL), TooLarge, or the errors of a write.
+        """
+        self.host.uploads.check(token)
+        check_upload_size(len(data), self.host.config["MAX_ATTACHMENT_BYTES"])
+        ticket = self.host.uploads.claim(token)
+        return self.host.wiki(ticket.principal)._store_attachment(ticket.slug, ticket.filename, data)
+
+    def _store_attachment(self, slug: str, filename: str, data: bytes) -> Uploaded:
+        self._access("write", slug)
+        self._load(slug)
+        path = attachment_path(slug, filename)
+        media_type = sniff(data, filename)
+        try:
+            stored = self.storage.apply(
+                [Put(path, data, expect=None)], self._change("upload_attachment", f"{slug}/{filename}")
+            )
+        except Conflict:
+            raise ValidationError(
+                f"page {slug!r} got an attachment {filename!r} meanwhile; ask for a new upload URL with another filename",
+                field="filename",
+            ) from None
+        digest = stored[path] or blob_hash(data)
+        text = self.host.extraction.text(data, digest, media_type)
+        extracted = text.status == "extracted"
+        return {
+            "slug": slug, "filename": filename, "attachment_url": attachment_url(slug, filename),
+            "media_type": media_type, "size": len(data), "hash": digest, "text_status": text.status,
+            "text_reason": text.reason, "total_chars": len(text.text) if extracted else None,
+        }  # fmt: skip
+
+    def read_attachment(self, slug: str, filename: str, offset: int = 0, limit: int = 40_000) -> AttachmentWindow:
+        """A window of the attachment's extracted text. Raises Unavailable saying why it has none."""
+        self._access("read", slug)
+        check_filename(filename)
+        data, digest = self._load_attachment(slug, filename)
+        media_type = sniff(data, filename)
+        text = self.host.extraction.text(data, digest, media_type)
+        if text.status != "extracted":
+            raise Unavailable(
+                f"{filename} ({media_type}) has no text to read: {text.reason}. The file itself is at "
+                f"{attachment_url(slug, filename)}",
+                field="filename",
+                text_status=text.status,
+            )
+        return {
+            "slug": slug, "filename": filename, "media_type": media_type, "size": len(data), "hash": digest,
+            **window(text.text, offset, limit),
+        }  # fmt: skip
+
+    def attachment(self, slug: str, filename: str) -> tuple[bytes, str, str]:
+        """The attachment's bytes, sniffed media type and blob id, for serving it."""
+        self._access("read", slug)
+        check_filename(filename)
+        data, digest = self._load_attachment(slug, filename)
+        return data, sniff(data, filename), digest
+
+    def attachment_names(self, slug: str) -> list[str]:
+        """The filenames of the page's attachments, sorted."""
+        self._access("read", slug)
+        prefix = files_folder(slug) + "/"
+        return sorted(path[len(prefix) :] for path in self._attachments_of(slug))
+
+
+def too_large(size: int, limit: int) -> TooLarge:
+    return TooLarge(
+        f"is {size} bytes; the limit is {limit} bytes (MAX_ATTACHMENT_BYTES). The upload URL is still valid "
+        "for a smaller file",
+        field=UPLOAD_FIELD,
+    )
+
+
+def check_upload_size(size: int, limit: int) -> None:
+    """Refuse a file over ``limit`` bytes before the ticket is used (the URL stays valid)."""
+    if size > limit:
+        raise too_large(size, limit)
