@@ -6,7 +6,8 @@ import pytest
 
 from hostcore import SearchDoc, ValidationError, parse_query
 from hostcore.testing import SearchConformance
-from hostcore_sqlite_search import SqliteSearch, analyse, compile_match, register_search_backends
+from hostcore_sqlite_search import SqliteSearch, analyse, compile_match, compile_title_matches, register_search_backends
+from hostcore_sqlite_search.ranking import WINDOW
 
 
 class TestSqliteSearch(SearchConformance):
@@ -58,6 +59,27 @@ class TestSqliteSearch(SearchConformance):
         assert len(backend.hashes()) == 1200
         assert self.search(backend, "word1199") == ["n/p1199"]
         assert backend.search("bulk", namespaces=["n"], limit=1000).more is True
+
+    def test_broad_query_ranks_recent_and_titled_candidates(self, backend: SqliteSearch) -> None:
+        older = [SearchDoc(f"n/old{i}", "Old", "word " * 20, (), "h") for i in range(300)]
+        titled = [SearchDoc("n/titled", "Word", "word", (), "h"), SearchDoc("n/both", "Word and more", "more word", (), "h")]
+        newer = [SearchDoc(f"n/new{i}", "New", f"word {i} " + "filler " * 30, (), "h") for i in range(WINDOW)]
+        backend.update(older + titled + newer)
+        first = self.search(backend, "word", limit=50)
+        assert first[:2] == ["n/titled", "n/both"]  # title matches however old
+        assert all(slug.startswith("n/new") for slug in first[2:])  # then the best of the most recent WINDOW
+        assert self.search(backend, "word more")[:1] == ["n/both"]  # every word in the title first
+        rest = self.search(backend, "word", offset=WINDOW + 2, limit=5)
+        assert rest == [f"n/old{i}" for i in range(299, 294, -1)]  # past the ranked ones: most recent first
+        assert len(self.search(backend, "word", offset=WINDOW, limit=400)) == 302
+
+    def test_title_matches_compile_to_title_keys(self) -> None:
+        assert compile_title_matches(parse_query("tag:x -b", analyse)) == []
+        assert compile_title_matches(parse_query("Crème", analyse)) == ['keys : ("hcrème")']
+        assert compile_title_matches(parse_query('a "b c*" OR a', analyse)) == [
+            'keys : (("ha") AND ("hb" AND "hc" *))',
+            'keys : (("ha") OR ("hb" AND "hc" *))',
+        ]
 
     def test_failed_update_changes_nothing(self, backend: SqliteSearch) -> None:
         backend.update([SearchDoc("n/a", "T", "before", (), "h1")])
