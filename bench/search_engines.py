@@ -579,10 +579,11 @@ class Service(Engine):
                 samples.append(timed(lambda host=host, doc=doc: self._save(host, doc)))
             time.sleep(0.02)
         with_search, without = with_search[5:], without[5:]  # the first saves warm caches up
-        wal = sum(p.stat().st_size for p in (self.instance / "search").glob("*-wal"))
+        wal = wal_size(self.instance / "search")
         return {
             **self.timings,
             "index_db_mb": (disk_size(self.instance / "search") - wal) / 1e6,  # size_mb is the whole instance
+            "previous_index_db_mb": (disk_size(previous := self.instance.parent / "service-previous") - wal_size(previous)) / 1e6,
             "index_wal_mb": wal / 1e6,
             "save_search_p50": statistics.median(with_search),
             "save_search_p95": pct(with_search, 95),
@@ -602,6 +603,10 @@ ENGINES: dict[str, type[Engine]] = {e.name: e for e in (Fts5, Tantivy, Plugin, S
 
 def disk_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def wal_size(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.glob("*-wal"))
 
 
 def timed(fn: Callable[[], object]) -> float:

@@ -16,8 +16,8 @@ holds the searchable text once: title, body, tags, and a hidden ``keys`` column 
 MATCH, paging stays exact, and the pages whose title matches are found without reading every match.
 Ranking is FTS5's bm25 over body and tags plus a boosted bm25 over the title alone, so a page whose
 title matches comes first. User words never reach MATCH as syntax: the shared query tree
-(:func:`hostcore.parse_query`) is compiled with every word quoted and restricted to the text
-columns.
+(:func:`hostcore.parse_query`) is compiled with every word quoted, and never match a filter token
+(those start with a character no query word holds).
 
 Cost: matching is cheap; bm25 costs about a microsecond a row, so a query matching thousands of
 pages ranks a capped candidate set instead of every match (:mod:`.ranking` says which, and why
@@ -71,11 +71,15 @@ WRITE_DEADLINE_S = 60.0  # keep retrying a busy database this long before giving
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # also keeps the markers out of indexed text
 _WORD = re.compile(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
 _SPACES = re.compile(r"\s+")
-_TEXT_COLUMNS = "{title body tags}"
-_ALL_KEY = "k"  # in every row's ``keys``: what a lone exclusion subtracts from
-_TITLE_KEY = "h"  # before each title word in ``keys`` (tag and namespace keys start with t and n)
+# Every filter token in ``keys`` starts with a private-use character: FTS5's tokenizer keeps it inside
+# the token, the query analyser never yields it, so no user word can match a filter token. User words
+# then need no column filter, which would make FTS5 read every position list of a word (twice the cost).
+_MARK = "\ue000"
+_ALL_KEY = _MARK + "k"  # in every row's ``keys``: what a lone exclusion subtracts from
+_TITLE_KEY = _MARK + "h"  # before each title word (tag and namespace keys: ``_key``)
+PREFIX_INDEX = (2, 3, 4)  # prefix lengths FTS5 keeps doclists for; a longer (or shorter) prefix is expanded per query
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS pages(
     id INTEGER PRIMARY KEY,
     slug TEXT NOT NULL UNIQUE,
@@ -87,7 +91,7 @@ CREATE TABLE IF NOT EXISTS pages(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, body, tags, keys,
     tokenize = 'unicode61 remove_diacritics 2',
-    prefix = '2 3 4'
+    prefix = '{" ".join(map(str, PREFIX_INDEX))}'
 )
 """
 
@@ -103,7 +107,7 @@ def analyse(text: str) -> list[str]:
 
 def _key(kind: str, value: str) -> str:
     """A filter token: hex keeps any tag or namespace one unicode61 token."""
-    return kind + value.encode().hex()
+    return _MARK + kind + value.encode().hex()
 
 
 def _quoted(text: str) -> str:
@@ -114,7 +118,7 @@ def compile_match(node: QueryNode) -> str:
     """The FTS5 MATCH expression for a parsed query; every user word is a quoted string."""
     if isinstance(node, Term | Phrase):
         words = node.text if isinstance(node, Term) else " ".join(node.words)
-        return f"{_TEXT_COLUMNS} : {_quoted(words)}" + (" *" if node.prefix else "")
+        return _quoted(words) + (" *" if node.prefix else "")
     if isinstance(node, Tag):
         return f"keys : {_quoted(_key('t', unicodedata.normalize('NFC', node.name)))}"
     if isinstance(node, Not):  # alone (the parser puts it inside an And): everything but it
@@ -149,6 +153,18 @@ def compile_title_matches(node: QueryNode) -> list[str]:
     if len(leaves) < 2:
         return [f"keys : ({leaf})" for leaf in leaves]
     return ["keys : (" + " AND ".join(f"({leaf})" for leaf in leaves) + ")", "keys : (" + " OR ".join(f"({leaf})" for leaf in leaves) + ")"]
+
+
+def expands_prefix(node: QueryNode) -> bool:
+    """Whether FTS5 merges the doclists of many words for ``node``: a prefix of a length it keeps no index for."""
+    if isinstance(node, Term | Phrase):
+        last = node.text if isinstance(node, Term) else node.words[-1]
+        return node.prefix and len(last) not in PREFIX_INDEX
+    if isinstance(node, Not):
+        return expands_prefix(node.node)
+    if isinstance(node, Tag):
+        return False
+    return any(expands_prefix(child) for child in node.nodes)
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -311,7 +327,7 @@ class SqliteSearch(SearchBackend):
         with self._connection() as db:
             try:
                 ranked, more = rank(db, match, titled, offset, limit)
-                rows = page_rows(db, match, [rowid for rowid, _ in ranked])
+                rows = page_rows(db, match, [rowid for rowid, _ in ranked], one_pass=expands_prefix(node))
             except sqlite3.OperationalError as exc:  # not expected: compile_match quotes every word
                 if "fts5" not in str(exc):
                     raise

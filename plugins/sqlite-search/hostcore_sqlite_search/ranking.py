@@ -87,24 +87,22 @@ def _rest(db: sqlite3.Connection, match: str, below: int, ranked: set[int], coun
     return rows
 
 
-def page_rows(db: sqlite3.Connection, match: str, rowids: list[int]) -> dict[int, tuple[str, str, str, str, str]]:
+def page_rows(db: sqlite3.Connection, match: str, rowids: list[int], one_pass: bool) -> dict[int, tuple[str, str, str, str, str]]:
     """rowid -> (slug, title, tags as JSON, body snippet, title) for these rows only.
 
-    The snippet and the title carry FTS5's markers around the matches of ``match``.
+    The snippet and the title carry FTS5's markers around the matches of ``match``. FTS5 finds each
+    row by seeking every doclist of ``match`` to it, unless ``one_pass`` (``match`` expands a
+    prefix, which FTS5 would redo for every row): then one pass reads the page's rowid range.
     """
     if not rowids:
         return {}
-    marked = f"snippet(fts, 1, '{START}', '{END}', '…', {SNIPPET_TOKENS}), highlight(fts, 0, '{START}', '{END}')"
-    pages = {row[0]: row[1:] for row in db.execute(f"SELECT id, slug, title, tags FROM pages WHERE id IN ({_marks(rowids)})", rowids)}
-    if "*" not in match:  # every word is quoted, so a star is a prefix, which FTS5 expands on every pass
-        found = [db.execute(f"SELECT rowid, {marked} FROM fts WHERE fts MATCH ? AND rowid = ?", (match, r)).fetchone() for r in rowids]
-    else:
-        found = db.execute(
-            f"SELECT rowid, {marked} FROM fts WHERE fts MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({_marks(rowids)})",
-            (match, min(rowids), max(rowids), *rowids),
-        ).fetchall()
-    return {rowid: (*pages[rowid], snippet, title) for rowid, snippet, title in found}
-
-
-def _marks(values: list[int]) -> str:
-    return ",".join("?" * len(values))
+    marks = ",".join("?" * len(rowids))
+    rows, args = f"fts.rowid IN ({marks})", [match, *rowids]
+    if one_pass:
+        rows, args = f"fts.rowid BETWEEN ? AND ? AND +fts.rowid IN ({marks})", [match, min(rowids), max(rowids), *rowids]
+    found = db.execute(
+        f"SELECT fts.rowid, pages.slug, pages.title, pages.tags, snippet(fts, 1, '{START}', '{END}', '…', {SNIPPET_TOKENS}),"
+        f" highlight(fts, 0, '{START}', '{END}') FROM fts JOIN pages ON pages.id = fts.rowid WHERE fts MATCH ? AND {rows}",
+        args,
+    )
+    return {row[0]: row[1:] for row in found}

@@ -6,7 +6,7 @@ import pytest
 
 from hostcore import SearchDoc, ValidationError, parse_query
 from hostcore.testing import SearchConformance
-from hostcore_sqlite_search import SqliteSearch, analyse, compile_match, compile_title_matches, register_search_backends
+from hostcore_sqlite_search import SqliteSearch, analyse, compile_match, compile_title_matches, expands_prefix, register_search_backends
 from hostcore_sqlite_search.ranking import WINDOW
 
 
@@ -38,6 +38,10 @@ class TestSqliteSearch(SearchConformance):
         assert self.search(backend, "k") == ["n/a"]  # the word, not the hidden every-page key
         backend.update([SearchDoc("n/b", "T", "nothing here", (), "h")])
         assert self.search(backend, "k") == ["n/a"]
+        backend.update([SearchDoc("ns/c", "Zebra", "stripes", ("ops",), "h")])  # filter tokens are no words
+        for token in ["hzebra", "\ue000hzebra", "hz*", "hstripes", "n6e73", "t6f7073", "\ue000t6f7073"]:
+            assert self.search(backend, token) == [], token
+        assert self.search(backend, "zebra tag:ops") == ["ns/c"]
 
     def test_tags_inside_or_and_not(self, backend: SqliteSearch) -> None:
         backend.update(
@@ -75,10 +79,10 @@ class TestSqliteSearch(SearchConformance):
 
     def test_title_matches_compile_to_title_keys(self) -> None:
         assert compile_title_matches(parse_query("tag:x -b", analyse)) == []
-        assert compile_title_matches(parse_query("Crème", analyse)) == ['keys : ("hcrème")']
+        assert compile_title_matches(parse_query("Crème", analyse)) == ['keys : ("\ue000hcrème")']
         assert compile_title_matches(parse_query('a "b c*" OR a', analyse)) == [
-            'keys : (("ha") AND ("hb" AND "hc" *))',
-            'keys : (("ha") OR ("hb" AND "hc" *))',
+            'keys : (("\ue000ha") AND ("\ue000hb" AND "\ue000hc" *))',
+            'keys : (("\ue000ha") OR ("\ue000hb" AND "\ue000hc" *))',
         ]
 
     def test_failed_update_changes_nothing(self, backend: SqliteSearch) -> None:
@@ -143,12 +147,20 @@ def test_analyse_matches_unicode61() -> None:
 @pytest.mark.parametrize(
     ("query", "match"),
     [
-        ("a", '{title body tags} : "a"'),
-        ("a b*", '({title body tags} : "a" AND {title body tags} : "b" *)'),
-        ('"a b" OR c', '({title body tags} : "a b" OR {title body tags} : "c")'),
-        ("a -b", '(({title body tags} : "a") NOT ({title body tags} : "b"))'),
-        ("tag:X", 'keys : "t78"'),
+        ("a", '"a"'),
+        ("a b*", '("a" AND "b" *)'),
+        ('"a b" OR c', '("a b" OR "c")'),
+        ("a -b", '(("a") NOT ("b"))'),
+        ("tag:X", 'keys : "\ue000t78"'),
     ],
 )
 def test_compile_match(query: str, match: str) -> None:
     assert compile_match(parse_query(query, analyse)) == match
+
+
+@pytest.mark.parametrize(
+    ("query", "expands"),
+    [("word", False), ("wo* wor*", False), ("w*", True), ("word*", False), ("words*", True), ("a -(b OR longer*)", True), ('"a b*" tag:x', True), ('"ab cd*"', False)],
+)
+def test_prefix_without_an_index_is_known(query: str, expands: bool) -> None:
+    assert expands_prefix(parse_query(query, analyse)) is expands
