@@ -12,16 +12,17 @@ every row that entered the sorter. So:
   carries in its ``keys`` column, so the best pages, those with a title match, are not left out
   because they are old). The remaining matches follow the ranked ones, most recent first, so paging
   stays exact: every match appears once, whatever the offset.
-- Snippets and the title highlight are built for the returned page only, one row at a time (or in one
-  pass over the page's rowid range when a prefix is involved, since FTS5 expands prefixes per pass).
+- Snippets and the title highlight are built for the returned page only, in one statement that
+  seeks each of its rows (or reads the page's rowid range once when a prefix has no prefix index,
+  since FTS5 would expand it again for every row).
 
-Scores are the same formula as before (lower is better in SQL; hits carry its negation).
+Scores are the same formula as before (lower is better in SQL; hits carry its negation); the title
+words in ``keys`` add a few tokens to each page's length, which bm25 normalises by.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
 
 TITLE_BOOST = 8.0
 TAGS_WEIGHT = 4.0
