@@ -20,7 +20,7 @@ from hostcore.host.host import Host
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite"], "STORAGE": "git", "SEARCH": "sqlite"}
 PAGES = 120
 FILES = {
-    "search": "search/sqlite-search-v1.db",
+    "search": "search/sqlite-search-v2.db",
     "links": "links.sqlite",
     "history": "wiki/hostcore-history.sqlite",
 }

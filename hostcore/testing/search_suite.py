@@ -191,6 +191,29 @@ class SearchConformance:
         assert backend.search("common", namespaces=["b"], limit=7).more is False
         assert backend.search("common", namespaces=["b"], limit=6).more is True
 
+    def test_thousands_of_matches(self, backend: SearchBackend) -> None:
+        """An engine may rank a capped set of a broad query's matches: titles still first, paging still exact."""
+        docs = [
+            search_doc(f"{'ab'[i % 2]}/p{i}", "Common notes" if i % 500 == 0 else "Notes", f"common words {i} " + "filler " * (i % 7))
+            for i in range(2500)
+        ]
+        for first in range(0, len(docs), 500):
+            backend.update(docs[first : first + 500])
+        titled = {"a/p0", "a/p500", "a/p1000", "a/p1500", "a/p2000"}
+        assert set(self.search(backend, "common", limit=20)[:5]) == titled
+        assert set(self.search(backend, "common notes", limit=20)[:5]) == titled
+        assert set(self.search(backend, "comm* -1500", namespaces=["a"], limit=20)[:4]) == titled - {"a/p1500"}
+        for namespaces, expected in ((None, {d.slug for d in docs}), (["b"], {d.slug for d in docs if d.namespace == "b"})):
+            found, offset, more = [], 0, True
+            while more:
+                res = backend.search("common", namespaces=namespaces, offset=offset, limit=300)
+                found += self.slugs(res)
+                offset, more = offset + 300, res.more
+            assert len(found) == len(expected) and set(found) == expected
+        tail = backend.search("common", namespaces=None, offset=2495, limit=10)
+        assert len(tail.hits) == 5 and tail.more is False
+        assert backend.search("common", namespaces=None, offset=2490, limit=9).more is True
+
     def test_snippet_marks_and_escapes(self, backend: SearchBackend) -> None:
         body = "Intro. <script>alert(1)</script> & the needle is <b>here</b>. " + "filler words " * 60
         backend.update([search_doc("n/x", "Unrelated", body), search_doc("n/t", "Needle & <i>thread</i>", "nothing")])

@@ -33,9 +33,10 @@ def test_pushes_each_commit_to_a_bare_remote(tmp_path: Path) -> None:
     for n in range(3):
         storage.apply([Put("ns/a.md", f"v{n}".encode())], Change("ann", f"v{n}"))
     head = storage.history(limit=1)[0].id
-    assert wait_for(lambda: remote_head(remote) == head and storage.push_status()["ok"] is True)
+    # The remote's ref moves before the push status is written: wait for both.
+    assert wait_for(lambda: remote_head(remote) == head and storage.push_status()["commit"] == head)
     status = storage.push_status()
-    assert status["commit"] == head and status["error"] is None and status["failures"] == 0
+    assert status["ok"] is True and status["commit"] == head and status["error"] is None and status["failures"] == 0
     storage.close()
 
 

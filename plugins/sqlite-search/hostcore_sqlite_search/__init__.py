@@ -12,14 +12,17 @@ through SQLite itself:
 
 Layout: ``pages`` holds slug, namespace, title, tags and hash; the FTS5 table ``fts`` (same rowid)
 holds the searchable text once: title, body, tags, and a hidden ``keys`` column of filter tokens
-(one per tag and one for the namespace) so tag and namespace filters run inside the MATCH, and
-paging stays exact. Ranking is FTS5's bm25 over body and tags plus a boosted bm25 over the title
-alone, so a page whose title matches comes first. User words never reach MATCH as syntax: the
-shared query tree (:func:`hostcore.parse_query`) is compiled with every word quoted and restricted
-to the text columns.
+(one per tag, one for the namespace, one per title word) so tag and namespace filters run inside the
+MATCH, paging stays exact, and the pages whose title matches are found without reading every match.
+Ranking is FTS5's bm25 over body and tags plus a boosted bm25 over the title alone, so a page whose
+title matches comes first. User words never reach MATCH as syntax: the shared query tree
+(:func:`hostcore.parse_query`) is compiled with every word quoted, and never match a filter token
+(those start with a character no query word holds).
 
-Cost: matching is cheap; ranking computes bm25 for every matching page, so a word found on most of
-50,000 pages takes tens of milliseconds (tantivy, which skips hopeless documents, stays near 1 ms).
+Cost: matching is cheap; bm25 costs about a microsecond a row, so a query matching thousands of
+pages ranks a capped candidate set instead of every match (:mod:`.ranking` says which, and why
+paging stays exact). At 50,000 pages the whole search call took p50 5.6 / p95 10 ms of CPU, against
+9 / 50 ms when every match was ranked (``bench/search_engines.py``, both measured in one run).
 """
 
 from __future__ import annotations
@@ -56,31 +59,32 @@ from hostcore import (
     file_id,
     hookimpl,
     parse_query,
+    positive_leaves,
     recover_sqlite,
 )
 
+from .ranking import END, START, page_rows, rank
+
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the schema or tokenizer changes: a new file is built from storage
-# Score: bm25 over body and tags plus TITLE_BOOST times bm25 over the title alone. FTS5's bm25 adds
-# column weights into one saturating term frequency, so a weighted title in one bm25 call can still
-# lose to a body repeating the word; a separate title score keeps title matches on top.
-TITLE_BOOST = 8.0
-TAGS_WEIGHT = 4.0
-SNIPPET_TOKENS = 32  # FTS5 cuts snippets by tokens: about 200 characters of ordinary text
+FORMAT = 2  # bump when the schema, tokenizer or keys change: a new file is built from storage
 MAX_LIMIT = 1000
 BUSY_TIMEOUT_MS = 5000
 WAL_LIMIT = 8_000_000
 WRITE_DEADLINE_S = 60.0  # keep retrying a busy database this long before giving up
 
-_START, _END = "\x02", "\x03"  # match markers FTS5 puts around hits; swapped for <mark> after escaping
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")  # also keeps the markers out of indexed text
 _WORD = re.compile(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
 _SPACES = re.compile(r"\s+")
-_TEXT_COLUMNS = "{title body tags}"
-_ALL_KEY = "k"  # in every row's ``keys``: what a lone exclusion subtracts from
+# Every filter token in ``keys`` starts with a private-use character: FTS5's tokenizer keeps it inside
+# the token, the query analyser never yields it, so no user word can match a filter token. User words
+# then need no column filter, which would make FTS5 read every position list of a word (twice the cost).
+_MARK = "\ue000"
+_ALL_KEY = _MARK + "k"  # in every row's ``keys``: what a lone exclusion subtracts from
+_TITLE_KEY = _MARK + "h"  # before each title word (tag and namespace keys: ``_key``)
+PREFIX_INDEX = (2, 3, 4)  # prefix lengths FTS5 keeps doclists for; a longer (or shorter) prefix is expanded per query
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS pages(
     id INTEGER PRIMARY KEY,
     slug TEXT NOT NULL UNIQUE,
@@ -92,13 +96,12 @@ CREATE TABLE IF NOT EXISTS pages(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, body, tags, keys,
     tokenize = 'unicode61 remove_diacritics 2',
-    prefix = '2 3'
+    prefix = '{" ".join(map(str, PREFIX_INDEX))}'
 )
 """
 # The storage version the index reflects (one row, key "storage_version"); made on first use, so
 # files built before it need no rebuild.
 META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0)"  # lower is better
 
 
 def _clean(text: str) -> str:
@@ -112,7 +115,7 @@ def analyse(text: str) -> list[str]:
 
 def _key(kind: str, value: str) -> str:
     """A filter token: hex keeps any tag or namespace one unicode61 token."""
-    return kind + value.encode().hex()
+    return _MARK + kind + value.encode().hex()
 
 
 def _quoted(text: str) -> str:
@@ -123,7 +126,7 @@ def compile_match(node: QueryNode) -> str:
     """The FTS5 MATCH expression for a parsed query; every user word is a quoted string."""
     if isinstance(node, Term | Phrase):
         words = node.text if isinstance(node, Term) else " ".join(node.words)
-        return f"{_TEXT_COLUMNS} : {_quoted(words)}" + (" *" if node.prefix else "")
+        return _quoted(words) + (" *" if node.prefix else "")
     if isinstance(node, Tag):
         return f"keys : {_quoted(_key('t', unicodedata.normalize('NFC', node.name)))}"
     if isinstance(node, Not):  # alone (the parser puts it inside an And): everything but it
@@ -138,6 +141,38 @@ def compile_match(node: QueryNode) -> str:
     for item in unwanted:
         expr = f"({expr} NOT ({item}))"
     return expr
+
+
+def compile_title_matches(node: QueryNode) -> list[str]:
+    """``keys`` filters for pages whose title holds the words the query looks for, best first.
+
+    First the pages whose title holds every term and phrase of the query, then those whose title
+    holds one of them (when there are several). A phrase counts when its words are all in the title,
+    even apart: a superset of the title matches, which is all the ranking needs. Empty when the query
+    looks for no word (a tag alone).
+    """
+    leaves = []
+    for leaf in positive_leaves(node):
+        words = [_quoted(_TITLE_KEY + word) for word in ((leaf.text,) if isinstance(leaf, Term) else leaf.words)]
+        if leaf.prefix:
+            words[-1] += " *"
+        leaves.append(" AND ".join(words))
+    leaves = list(dict.fromkeys(leaves))
+    if len(leaves) < 2:
+        return [f"keys : ({leaf})" for leaf in leaves]
+    return ["keys : (" + " AND ".join(f"({leaf})" for leaf in leaves) + ")", "keys : (" + " OR ".join(f"({leaf})" for leaf in leaves) + ")"]
+
+
+def expands_prefix(node: QueryNode) -> bool:
+    """Whether FTS5 merges the doclists of many words for ``node``: a prefix of a length it keeps no index for."""
+    if isinstance(node, Term | Phrase):
+        last = node.text if isinstance(node, Term) else node.words[-1]
+        return node.prefix and len(last) not in PREFIX_INDEX
+    if isinstance(node, Not):
+        return expands_prefix(node.node)
+    if isinstance(node, Tag):
+        return False
+    return any(expands_prefix(child) for child in node.nodes)
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -287,6 +322,7 @@ class SqliteSearch(SearchBackend):
             (doc.slug, doc.namespace, title, json.dumps(tags, ensure_ascii=False), doc.hash),
         ).fetchone()
         keys = [_ALL_KEY, _key("n", doc.namespace)] + [_key("t", tag.lower()) for tag in tags]
+        keys += [_TITLE_KEY + word for word in dict.fromkeys(analyse(title))]
         db.execute(
             "INSERT INTO fts(rowid, title, body, tags, keys) VALUES(?, ?, ?, ?, ?)",
             (rowid, title, _clean(doc.body), "\n".join(tags), " ".join(keys)),
@@ -337,34 +373,21 @@ class SqliteSearch(SearchBackend):
         match = compile_match(node)
         if namespaces is not None:
             match = f"({match}) AND keys : (" + " OR ".join(_quoted(_key("n", ns)) for ns in sorted(namespaces)) + ")"
-        # SQLite keeps only the best limit + offset rows while it scans (snippets are built for
-        # rows entering that set, not for every match).
-        sql = (
-            f"SELECT pages.slug, pages.title, pages.tags, {SCORE} AS score,"
-            f" snippet(fts, 1, '{_START}', '{_END}', '…', {SNIPPET_TOKENS}),"
-            f" highlight(fts, 0, '{_START}', '{_END}')"
-            " FROM fts CROSS JOIN pages ON pages.id = fts.rowid"
-            " WHERE fts MATCH ? ORDER BY score, fts.rowid LIMIT ? OFFSET ?"
-        )
+        titled = [f"({match}) AND {title_match}" for title_match in compile_title_matches(node)]
         with self._connection() as db:
             try:
-                rows = db.execute(sql, (match, limit + 1, offset)).fetchall()
+                ranked, more = rank(db, match, titled, offset, limit)
+                rows = page_rows(db, match, [rowid for rowid, _ in ranked], one_pass=expands_prefix(node))
             except sqlite3.OperationalError as exc:  # not expected: compile_match quotes every word
                 if "fts5" not in str(exc):
                     raise
                 log.warning("sqlite search: FTS5 rejected %r compiled from %r: %s", match, query, exc)
                 raise ValidationError("could not be understood; use plain words", field="query") from exc
-        hits = [
-            SearchHit(
-                slug=slug,
-                title=title,
-                tags=tuple(json.loads(tags)),
-                snippet=_snippet(snippet, marked_title),
-                score=-float(rank),
-            )
-            for slug, title, tags, rank, snippet, marked_title in rows[:limit]
-        ]
-        return SearchResults(hits, len(rows) > limit)
+        hits = []
+        for rowid, score in ranked:
+            slug, title, tags, snippet, marked_title = rows[rowid]
+            hits.append(SearchHit(slug, title, tuple(json.loads(tags)), _snippet(snippet, marked_title), -float(score)))
+        return SearchResults(hits, more)
 
     def hashes(self) -> dict[str, str]:
         with self._connection() as db:
@@ -382,12 +405,12 @@ _INHERITED: list[sqlite3.Connection] = []  # connections a forked child must nei
 def _marked(text: str) -> str:
     """Escape ``text`` and turn FTS5's match markers into ``<mark>``."""
     escaped = _SPACES.sub(" ", html.escape(text)).strip()
-    return escaped.replace(_START, "<mark>").replace(_END, "</mark>")
+    return escaped.replace(START, "<mark>").replace(END, "</mark>")
 
 
 def _snippet(body_snippet: str, marked_title: str) -> str:
     """The body around the matches; else the title with its matches marked; else the body's start."""
-    if _START not in body_snippet and _START in marked_title:
+    if START not in body_snippet and START in marked_title:
         return _marked(marked_title)
     return _marked(body_snippet)  # with no match FTS5 gives the start of the body
 

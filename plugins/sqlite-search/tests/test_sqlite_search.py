@@ -10,8 +10,11 @@ from hostcore_sqlite_search import (
     SqliteSearch,
     analyse,
     compile_match,
+    compile_title_matches,
+    expands_prefix,
     register_search_backends,
 )
+from hostcore_sqlite_search.ranking import WINDOW
 
 
 class TestSqliteSearch(SearchConformance):
@@ -42,6 +45,10 @@ class TestSqliteSearch(SearchConformance):
         assert self.search(backend, "k") == ["n/a"]  # the word, not the hidden every-page key
         backend.update([SearchDoc("n/b", "T", "nothing here", (), "h")])
         assert self.search(backend, "k") == ["n/a"]
+        backend.update([SearchDoc("ns/c", "Zebra", "stripes", ("ops",), "h")])  # filter tokens are no words
+        for token in ["hzebra", "\ue000hzebra", "hz*", "hstripes", "n6e73", "t6f7073", "\ue000t6f7073"]:
+            assert self.search(backend, token) == [], token
+        assert self.search(backend, "zebra tag:ops") == ["ns/c"]
 
     def test_tags_inside_or_and_not(self, backend: SqliteSearch) -> None:
         backend.update(
@@ -63,6 +70,27 @@ class TestSqliteSearch(SearchConformance):
         assert len(backend.hashes()) == 1200
         assert self.search(backend, "word1199") == ["n/p1199"]
         assert backend.search("bulk", namespaces=["n"], limit=1000).more is True
+
+    def test_broad_query_ranks_recent_and_titled_candidates(self, backend: SqliteSearch) -> None:
+        older = [SearchDoc(f"n/old{i}", "Old", "word " * 20, (), "h") for i in range(300)]
+        titled = [SearchDoc("n/titled", "Word", "word", (), "h"), SearchDoc("n/both", "Word and more", "more word", (), "h")]
+        newer = [SearchDoc(f"n/new{i}", "New", f"word {i} " + "filler " * 30, (), "h") for i in range(WINDOW)]
+        backend.update(older + titled + newer)
+        first = self.search(backend, "word", limit=50)
+        assert first[:2] == ["n/titled", "n/both"]  # title matches however old
+        assert all(slug.startswith("n/new") for slug in first[2:])  # then the best of the most recent WINDOW
+        assert self.search(backend, "word more")[:1] == ["n/both"]  # every word in the title first
+        rest = self.search(backend, "word", offset=WINDOW + 2, limit=5)
+        assert rest == [f"n/old{i}" for i in range(299, 294, -1)]  # past the ranked ones: most recent first
+        assert len(self.search(backend, "word", offset=WINDOW, limit=400)) == 302
+
+    def test_title_matches_compile_to_title_keys(self) -> None:
+        assert compile_title_matches(parse_query("tag:x -b", analyse)) == []
+        assert compile_title_matches(parse_query("Crème", analyse)) == ['keys : ("\ue000hcrème")']
+        assert compile_title_matches(parse_query('a "b c*" OR a', analyse)) == [
+            'keys : (("\ue000ha") AND ("\ue000hb" AND "\ue000hc" *))',
+            'keys : (("\ue000ha") OR ("\ue000hb" AND "\ue000hc" *))',
+        ]
 
     def test_failed_update_changes_nothing(self, backend: SqliteSearch) -> None:
         backend.update([SearchDoc("n/a", "T", "before", (), "h1")])
@@ -126,12 +154,20 @@ def test_analyse_matches_unicode61() -> None:
 @pytest.mark.parametrize(
     ("query", "match"),
     [
-        ("a", '{title body tags} : "a"'),
-        ("a b*", '({title body tags} : "a" AND {title body tags} : "b" *)'),
-        ('"a b" OR c', '({title body tags} : "a b" OR {title body tags} : "c")'),
-        ("a -b", '(({title body tags} : "a") NOT ({title body tags} : "b"))'),
-        ("tag:X", 'keys : "t78"'),
+        ("a", '"a"'),
+        ("a b*", '("a" AND "b" *)'),
+        ('"a b" OR c', '("a b" OR "c")'),
+        ("a -b", '(("a") NOT ("b"))'),
+        ("tag:X", 'keys : "\ue000t78"'),
     ],
 )
 def test_compile_match(query: str, match: str) -> None:
     assert compile_match(parse_query(query, analyse)) == match
+
+
+@pytest.mark.parametrize(
+    ("query", "expands"),
+    [("word", False), ("wo* wor*", False), ("w*", True), ("word*", False), ("words*", True), ("a -(b OR longer*)", True), ('"a b*" tag:x', True), ('"ab cd*"', False)],
+)
+def test_prefix_without_an_index_is_known(query: str, expands: bool) -> None:
+    assert expands_prefix(parse_query(query, analyse)) is expands

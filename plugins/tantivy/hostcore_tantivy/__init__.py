@@ -1,8 +1,8 @@
 """Full-text search on tantivy (a Rust search library), kept in the instance folder.
 
 Why tantivy: measured with ``bench/search_engines.py`` it answers in about a millisecond at 50,000
-pages whatever the query (SQLite FTS5 needs tens of milliseconds for common words and prefixes,
-because it ranks every match), builds several times faster and takes a third of the disk.
+pages whatever the query and ranks every match (SQLite FTS5 ranks a capped candidate set of a broad
+query to stay within a few milliseconds), builds several times faster and takes a third of the disk.
 
 Processes share the index through the folder:
 

@@ -1,0 +1,109 @@
+"""How a search is answered at any wiki size: rank a capped candidate set, snippet only the page asked for.
+
+FTS5's bm25 costs about a microsecond for every row it scores, and each statement that calls it first
+counts the documents of every phrase (a pass over their whole doclists). Ranking every match of a
+common word made ``search`` cost tens of milliseconds at 50,000 pages, and snippets were built for
+every row that entered the sorter. So:
+
+- A query matching at most ``WINDOW`` pages is ranked whole: the same order as ranking every match.
+- A broader one ranks a capped candidate set: its ``WINDOW`` most recently indexed matches (FTS5
+  walks the doclists backwards by rowid and stops there), plus up to ``TITLE_WINDOW`` of the most
+  recent pages whose title holds a word the query looks for (found through the title keys each row
+  carries in its ``keys`` column, so the best pages, those with a title match, are not left out
+  because they are old). The remaining matches follow the ranked ones, most recent first, so paging
+  stays exact: every match appears once, whatever the offset.
+- Snippets and the title highlight are built for the returned page only, in one statement that
+  seeks each of its rows (or reads the page's rowid range once when a prefix has no prefix index,
+  since FTS5 would expand it again for every row).
+
+Scores are the same formula as before (lower is better in SQL; hits carry its negation); the title
+words in ``keys`` add a few tokens to each page's length, which bm25 normalises by.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+TITLE_BOOST = 8.0
+TAGS_WEIGHT = 4.0
+# bm25 over body and tags plus TITLE_BOOST times bm25 over the title alone. FTS5's bm25 adds column
+# weights into one saturating term frequency, so a weighted title in one bm25 call can still lose to
+# a body repeating the word; a separate title score keeps title matches on top. Lower is better.
+SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0)"
+WINDOW = 1000  # a query matching more pages ranks its most recent WINDOW matches...
+TITLE_WINDOW = 1000  # ...and up to this many (most recent) older title matches
+SNIPPET_TOKENS = 32  # FTS5 cuts snippets by tokens: about 200 characters of ordinary text
+START, END = "\x02", "\x03"  # match markers FTS5 puts around hits; swapped for <mark> after escaping
+
+Row = tuple[int, float]  # rowid, score
+
+
+def _order(row: Row) -> tuple[float, int]:
+    return row[1], row[0]
+
+
+def rank(db: sqlite3.Connection, match: str, titled: list[str], offset: int, limit: int) -> tuple[list[Row], bool]:
+    """The ``limit`` best (rowid, score) after ``offset`` for ``match``, and whether more follow.
+
+    ``titled``: ``match`` restricted to pages whose title holds the words it looks for, best first
+    (all of them, then any); empty when it looks for no word (a tag alone).
+    """
+    window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
+    broad = len(window) == WINDOW
+    titles = _title_matches(db, titled, below=window[-1][0]) if broad else {}
+    ranked = sorted([*window, *titles.items()], key=_order)
+    if broad and offset + limit >= len(ranked):  # paged past the ranked candidates: the others, most recent first
+        ranked += _rest(db, match, window[-1][0], set(titles), offset + limit + 1 - len(ranked))
+    return ranked[offset : offset + limit], len(ranked) > offset + limit
+
+
+def _title_matches(db: sqlite3.Connection, titled: list[str], below: int) -> dict[int, float]:
+    """Up to TITLE_WINDOW of the most recent title matches older than rowid ``below``, with scores."""
+    found: dict[int, float] = {}
+    for expression in titled:
+        if len(found) >= TITLE_WINDOW:
+            break
+        rows = db.execute(
+            f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+            (expression, below, TITLE_WINDOW),
+        )
+        for rowid, score in rows:
+            if len(found) == TITLE_WINDOW:
+                break
+            found.setdefault(rowid, score)
+    return found
+
+
+def _rest(db: sqlite3.Connection, match: str, below: int, ranked: set[int], count: int) -> list[Row]:
+    rows: list[Row] = []
+    cursor = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC", (match, below))
+    try:
+        for row in cursor:
+            if row[0] not in ranked:
+                rows.append(row)
+                if len(rows) == count:
+                    break
+    finally:
+        cursor.close()
+    return rows
+
+
+def page_rows(db: sqlite3.Connection, match: str, rowids: list[int], one_pass: bool) -> dict[int, tuple[str, str, str, str, str]]:
+    """rowid -> (slug, title, tags as JSON, body snippet, title) for these rows only.
+
+    The snippet and the title carry FTS5's markers around the matches of ``match``. FTS5 finds each
+    row by seeking every doclist of ``match`` to it, unless ``one_pass`` (``match`` expands a
+    prefix, which FTS5 would redo for every row): then one pass reads the page's rowid range.
+    """
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows, args = f"fts.rowid IN ({marks})", [match, *rowids]
+    if one_pass:
+        rows, args = f"fts.rowid BETWEEN ? AND ? AND +fts.rowid IN ({marks})", [match, min(rowids), max(rowids), *rowids]
+    found = db.execute(
+        f"SELECT fts.rowid, pages.slug, pages.title, pages.tags, snippet(fts, 1, '{START}', '{END}', '…', {SNIPPET_TOKENS}),"
+        f" highlight(fts, 0, '{START}', '{END}') FROM fts JOIN pages ON pages.id = fts.rowid WHERE fts MATCH ? AND {rows}",
+        args,
+    )
+    return {row[0]: row[1:] for row in found}
