@@ -1,0 +1,180 @@
+"""Concurrent writers on the git storage: save_page throughput and latency over /_/mcp.
+
+    python bench/concurrent_writers.py [--writers 64] [--seconds 10] [--saves 200] [--workers 2]
+
+Starts ``hostcore serve`` (gthread, --workers worker processes, 4 threads each, as ``make
+serve`` does) on a fresh instance with the embedded default (git storage, SQLite search), makes a
+write token with the CLI, then runs the load twice against the same server:
+
+- baseline: one writer, saving its own page back to back;
+- load: --writers writers at once (threads spread over 4 client processes), each saving its own
+  page repeatedly (the first save creates it, every later one sends the hash it got back as
+  basehash) for at most --seconds and --saves saves.
+
+Each save is a raw JSON-RPC ``tools/call save_page`` POST carrying a real bearer token. Prints
+acknowledged writes per second and the p50/p95/p99 latency of each run, and checks from outside
+with git that the branch gained exactly one commit per acknowledged write and that every page holds
+its writer's last acknowledged body. Prints figures only; it never asserts timings.
+
+``--env KEY=VALUE`` passes environment variables to the server: a ``HOSTCORE_*`` setting, or
+``PYTHONPATH=DIR`` to serve another version of a plugin (``git archive REV plugins/git | tar -x
+-C DIR`` then ``--env PYTHONPATH=DIR/plugins/git``) and compare it with this one under the same
+machine load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.client import HTTPConnection
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+CLIENT_PROCESSES = 4
+PAGE_LINE = "A line of a page written by one of many concurrent writers. [[notes/index]]\n"
+
+
+def request(token: str, slug: str, body: str, basehash: str | None) -> tuple[dict[str, str], bytes]:
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "save_page",
+    }
+    arguments = {"slug": slug, "body": body} | ({"basehash": basehash} if basehash else {})
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "save_page", "arguments": arguments, "_meta": meta}}
+    return headers, json.dumps(payload).encode()
+
+
+def body_of(writer: int, n: int) -> str:
+    return f"# Writer {writer}\n\nsave {n}\n\n" + PAGE_LINE * 20
+
+
+def write_loop(url: str, token: str, slug: str, writer: int, deadline: float, saves: int, out: list[Any]) -> None:
+    """Save page ``slug`` up to ``saves`` times before ``deadline``; append (slug, latencies, last)."""
+    # The standard library's client over one keep-alive connection: the writers share two
+    # cores with the server, so the cheaper the client, the more of them the server sees.
+    parts = urlsplit(url)
+    http = HTTPConnection(parts.hostname, parts.port, timeout=120)
+    basehash, latencies, last = None, [], None
+    try:
+        for n in range(saves):
+            if time.monotonic() > deadline:
+                break
+            headers, content = request(token, slug, body_of(writer, n), basehash)
+            start = time.perf_counter()
+            http.request("POST", parts.path, body=content, headers=headers)
+            response = http.getresponse()
+            text = response.read()
+            elapsed = time.perf_counter() - start
+            result = json.loads(text).get("result", {}) if response.status == 200 else {}
+            if result.get("isError") or "structuredContent" not in result:
+                raise SystemExit(f"save of {slug} failed: {response.status} {text[:300]!r}")
+            basehash, last = result["structuredContent"]["hash"], n
+            latencies.append(elapsed)
+    finally:
+        http.close()
+        out.append((slug, latencies, last))
+
+
+def client_process(url: str, token: str, run: str, writers: list[int], start_at: float, deadline: float, saves: int, queue: Any) -> None:
+    out: list[Any] = []
+    time.sleep(max(0.0, start_at - time.time()))
+    mono_deadline = time.monotonic() + (deadline - time.time())
+    threads = [threading.Thread(target=write_loop, args=(url, token, f"notes/{run}-w{w}", w, mono_deadline, saves, out)) for w in writers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    queue.put(out)
+
+
+def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves: int) -> tuple[list[float], float, dict[str, int]]:
+    """(latencies, wall seconds, slug -> last acknowledged save number) of one run."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    groups = [list(range(i, writers, CLIENT_PROCESSES)) for i in range(min(CLIENT_PROCESSES, writers))]
+    start_at = time.time() + 2.0  # every client process is up before the first save
+    procs = [ctx.Process(target=client_process, args=(url, token, run, g, start_at, start_at + seconds, saves, queue)) for g in groups]
+    for p in procs:
+        p.start()
+    results = [item for _ in procs for item in queue.get()]
+    wall = time.time() - start_at
+    for p in procs:
+        p.join()
+    latencies = [x for _, lat, _ in results for x in lat]
+    return latencies, wall, {slug: last for slug, _, last in results if last is not None}
+
+
+def git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=True).stdout
+
+
+def report(name: str, latencies: list[float], wall: float) -> float:
+    ms = sorted(x * 1000 for x in latencies)
+    q = statistics.quantiles(ms, n=100) if len(ms) > 1 else ms * 99
+    rate = len(ms) / wall
+    print(f"{name:34s} {len(ms):6d} writes {rate:8.1f} writes/s   p50 {q[49]:7.1f} ms  p95 {q[94]:7.1f} ms  p99 {q[98]:7.1f} ms")
+    return rate
+
+
+def check(git_dir: Path, before: int, acknowledged: int, last: dict[str, int]) -> None:
+    commits = int(git(git_dir, "rev-list", "--count", "HEAD"))
+    status = "ok" if commits - before == acknowledged else "MISMATCH"
+    print(f"{'':34s} commits {commits - before} == acknowledged writes {acknowledged}: {status}")
+    lost = [slug for slug, n in last.items() if git(git_dir, "show", f"HEAD:{slug}.md").find(f"\nsave {n}\n") < 0]
+    if lost:
+        print(f"{'':34s} LOST: {len(lost)} pages do not hold their last acknowledged save: {lost[:5]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--writers", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--saves", type=int, default=200, help="at most this many saves per writer")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server")
+    args = parser.parse_args()
+    # Imported here: the client processes (spawned, so they import this module) need none of it.
+    from hostcore.testing import cli, create_token, start_server, stop_process_group
+
+    env = dict(item.split("=", 1) for item in args.env)
+    with tempfile.TemporaryDirectory(prefix="hostcore-writers-") as tmp:
+        instance = Path(tmp) / "instance"
+        cli(instance, "init", env=env)
+        token = create_token(instance, "bench", ["write"], env=env)
+        proc, base, _, log = start_server(instance, workers=args.workers, env=env)
+        git_dir = instance / "wiki"
+        try:
+            url = base + "/_/mcp"
+            print(f"hostcore serve: {args.workers} workers x 4 threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
+            rates = []
+            for run, name, writers in (("single", "baseline: 1 writer", 1), ("load", f"load: {args.writers} writers", args.writers)):
+                before = int(git(git_dir, "rev-list", "--count", "HEAD"))
+                latencies, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
+                rates.append(report(name, latencies, wall))
+                check(git_dir, before, len(latencies), last)
+            print(f"{args.writers} writers save {rates[1] / rates[0]:.1f} times as many pages per second as 1 writer")
+        finally:
+            stop_process_group(proc)
+        if "Traceback" in log.read_text(errors="replace"):
+            print(f"the server logged errors:\n{log.read_text(errors='replace')[-3000:]}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
