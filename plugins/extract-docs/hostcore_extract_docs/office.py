@@ -58,7 +58,7 @@ class XlsxExtractor(Extractor):
     name = "xlsx"
     media_types = (
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "application/vnd.ms-excel.sheet.macroenabled.12",
+        "application/vnd.ms-excel.sheet.macroEnabled.12",
     )
     max_chars: ClassVar[int] = MAX_CHARS
     max_unzipped_bytes: ClassVar[int] = MAX_UNZIPPED_BYTES

@@ -32,7 +32,7 @@ class PdfExtractor(Extractor):
         # A page tree has a node per page plus its inner nodes: twice the pages is ample.
         with reading(WHAT), apply_configuration(page_tree_maximum_entries=2 * self.max_pages, jbig2dec_binary=None):
             try:
-                reader = PdfReader(io.BytesIO(data))
+                reader = _open(data)
                 if reader.is_encrypted and not reader.decrypt(""):
                     raise ExtractionFailed(f"{WHAT} is encrypted: it needs a password to open; upload it without one")
                 self._check_pages(_declared_pages(reader))
@@ -48,6 +48,15 @@ class PdfExtractor(Extractor):
     def _check_pages(self, count: int) -> None:
         if count > self.max_pages:
             raise ExtractionFailed(f"{WHAT} has {count:,} pages, more than the {self.max_pages:,} this wiki extracts")
+
+
+def _open(data: bytes) -> PdfReader:
+    try:
+        return PdfReader(io.BytesIO(data))
+    except NotImplementedError as exc:  # what pypdf raises opening an encryption other than by password
+        raise ExtractionFailed(
+            f"{WHAT} is encrypted in a way this wiki cannot open ({exc}); upload it without encryption"
+        ) from None
 
 
 def _declared_pages(reader: PdfReader) -> int:

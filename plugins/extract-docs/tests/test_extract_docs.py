@@ -35,7 +35,7 @@ def fpdf_document(pages: list[str]) -> bytes:
     return bytes(pdf.output())
 
 
-def raw_pdf(objects: list[bytes]) -> bytes:
+def raw_pdf(objects: list[bytes], trailer: bytes = b"") -> bytes:
     """A PDF written by hand: object i+1 is objects[i], object 1 the catalog, with a true xref."""
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
@@ -45,7 +45,7 @@ def raw_pdf(objects: list[bytes]) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, xref)
     return bytes(out)
 
 
@@ -122,6 +122,17 @@ def test_pdf_needing_a_password_is_refused() -> None:
 
 def test_pdf_protecting_only_its_permissions_is_read() -> None:
     assert extract_pdf(encrypted(fpdf_document(["Printable, not editable."]), user_password="")) == "Printable, not editable."
+
+
+def test_pdf_encrypted_for_a_certificate_is_refused() -> None:
+    catalog, pages, page = (
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R >>",
+    )
+    data = raw_pdf([catalog, pages, page, b"<< /Filter /Adobe.PubSec /V 4 >>"], trailer=b"/Encrypt 4 0 R /ID [<00> <00>]")
+    with pytest.raises(ExtractionFailed, match="the PDF is encrypted in a way this wiki cannot open"):
+        extract_pdf(data)
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.9])
