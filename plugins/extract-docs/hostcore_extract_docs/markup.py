@@ -1,19 +1,23 @@
-"""HTML as text, with the standard library's parser: what a reader sees, in paragraphs.
+"""HTML as text, parsed by lxml (libxml2's HTML parser): what a reader sees, in paragraphs.
 
 Scripts, styles, templates and ``noscript`` fallbacks are dropped; block elements (paragraphs,
 headings, list items, table rows, ...) start new paragraphs or lines; table cells are separated by
-tabs; whitespace collapses as a browser collapses it, except inside ``pre``. The parser is
-forgiving and never recurses, so deeply nested or broken markup costs time linear in its size.
+tabs; whitespace collapses as a browser collapses it, except inside ``pre``. libxml2 parses broken
+markup in time linear in its size (the standard library's parser is quadratic on some inputs,
+such as a run of unclosed comments, in the Python versions hostcore supports) and stops at 2,048
+levels of nesting, which fails the file as nested too deeply; the tree is walked without recursion.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
-from html.parser import HTMLParser
+from collections.abc import Iterator
 from typing import ClassVar
 
-from hostcore import Extractor
+from lxml import etree
+
+from hostcore import ExtractionFailed, Extractor
 from hostcore_extract_docs.bounds import MAX_CHARS, TextBudget, reading
 
 WHAT = "the HTML file"
@@ -37,11 +41,15 @@ class HtmlExtractor(Extractor):
 
     def extract(self, data: bytes, media_type: str) -> str:
         with reading(WHAT):
-            parser = _TextParser()
-            parser.feed(decode(data))
-            parser.close()
+            # The text is decoded here (see decode), so the parser is told UTF-8 whatever the page declares.
+            parser = etree.HTMLParser(encoding="utf-8", no_network=True, remove_comments=True, remove_pis=True, huge_tree=True)
+            root = etree.fromstring(decode(data).encode("utf-8"), parser)
+            for error in parser.error_log:
+                if error.type_name == "ERR_RESOURCE_LIMIT":  # libxml2 stopped: what it parsed is not the page
+                    reason = "nests its contents too deeply to read" if "depth" in error.message else "is too large to read"
+                    raise ExtractionFailed(f"{WHAT} {reason}")
             budget = TextBudget(WHAT, self.max_chars)
-            for paragraph in parser.text().split("\n\n"):
+            for paragraph in text(root).split("\n\n"):
                 budget.add(paragraph)
             return budget.text()
 
@@ -64,44 +72,29 @@ def decode(data: bytes) -> str:
         return data.decode("cp1252", errors="replace")
 
 
-class _TextParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.hidden = 0
-        self.pre = 0
+def text(root: etree._Element | None) -> str:
+    """What a reader sees of the tree: lines and cells trimmed, a blank line between paragraphs."""
+    joined = "".join(_pieces(root)) if root is not None else ""
+    lines = ("\t".join(cell.strip(" ") for cell in line.strip(" \t").split("\t")) for line in joined.split("\n"))
+    return BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n").replace(NBSP, " ")
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in HIDDEN:
-            self.hidden += 1
-        elif tag == "pre":
-            self.pre += 1
-        self._break(tag, opening=True)
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._break(tag, opening=True)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in HIDDEN:
-            self.hidden = max(0, self.hidden - 1)
-        elif tag == "pre":
-            self.pre = max(0, self.pre - 1)
-        self._break(tag, opening=False)
-
-    def handle_data(self, data: str) -> None:
-        if not self.hidden:
-            # Spaces in pre are kept as no-break spaces, so trimming lines leaves them; text() turns them back.
-            self.out.append(data.replace(" ", NBSP) if self.pre else SPACES.sub(" ", data))
-
-    def _break(self, tag: str, *, opening: bool) -> None:
+def _pieces(root: etree._Element) -> Iterator[str]:
+    """The tree's text and the breaks between its blocks, in document order."""
+    hidden = pre = 0
+    for event, element in etree.iterwalk(root, events=("start", "end")):
+        tag = element.tag.lower() if isinstance(element.tag, str) else ""
+        opening = event == "start"
+        step = 1 if opening else -1
+        hidden += step if tag in HIDDEN else 0
+        pre += step if tag == "pre" else 0
         if tag in PARAGRAPHS:
-            self.out.append("\n\n")
+            yield "\n\n"
         elif tag in LINES and opening:
-            self.out.append("\n")
+            yield "\n"
         elif tag in CELLS and opening:
-            self.out.append("\t")
-
-    def text(self) -> str:
-        """What was seen: lines and cells trimmed, a blank line between paragraphs."""
-        lines = ("\t".join(cell.strip(" ") for cell in line.strip(" \t").split("\t")) for line in "".join(self.out).split("\n"))
-        return BLANK_LINES.sub("\n\n", "\n".join(lines)).strip("\n").replace(NBSP, " ")
+            yield "\t"
+        words = element.text if opening else element.tail
+        if words and not hidden:
+            # Spaces in pre are kept as no-break spaces, so trimming lines leaves them; text() turns them back.
+            yield words.replace(" ", NBSP) if pre else SPACES.sub(" ", words)

@@ -32,8 +32,8 @@ class DocxExtractor(Extractor):
 
     def extract(self, data: bytes, media_type: str) -> str:
         what = "the DOCX"
-        check_zip(what, data, self.max_unzipped_bytes)
         with reading(what):
+            check_zip(what, data, self.max_unzipped_bytes)
             budget = TextBudget(what, self.max_chars)
             for block in docx.Document(io.BytesIO(data)).iter_inner_content():
                 if isinstance(block, Table):
@@ -66,10 +66,10 @@ class XlsxExtractor(Extractor):
 
     def extract(self, data: bytes, media_type: str) -> str:
         what = "the XLSX"
-        check_zip(what, data, self.max_unzipped_bytes)
         with reading(what), warnings.catch_warnings():
             # openpyxl warns about features it drops (data validation, unknown extensions): not ours to report.
             warnings.simplefilter("ignore")
+            check_zip(what, data, self.max_unzipped_bytes)
             workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
             try:
                 return self._read(workbook, what)

@@ -210,8 +210,14 @@ def test_html_charset_from_meta_then_utf8_then_windows_1252() -> None:
     assert extract_html("<p>\u201ccaf\xe9\u201d</p>".encode("cp1252")) == "\u201ccafé\u201d"
 
 
-def test_broken_and_deeply_nested_html_still_reads() -> None:
-    assert extract_html("<div>" * 100_000 + "deep" + "<p>unclosed <b>bold") == "deep\n\nunclosed bold"
+def test_broken_and_nested_html_still_reads() -> None:
+    assert extract_html("<div>" * 1_000 + "deep" + "<p>unclosed <b>bold</i> <!-- open comment") == "deep\n\nunclosed bold"
+    assert extract_html("<!--" * 200_000 + "<p>after") == ""
+
+
+def test_html_bomb_of_deeply_nested_elements_fails() -> None:
+    with pytest.raises(ExtractionFailed, match="the HTML file nests its contents too deeply to read"):
+        extract_html("<div>" * 100_000 + "deep")
 
 
 def test_html_over_the_character_limit_fails() -> None:
@@ -325,3 +331,14 @@ def test_xlsx_row_reaching_the_last_column_counts_every_cell() -> None:
 def test_damaged_xlsx() -> None:
     with pytest.raises(ExtractionFailed, match=r"^the XLSX is damaged: "):
         XlsxExtractor().extract(docx_bytes(docx.Document()), XLSX)
+
+
+def test_xlsx_whose_zip_directory_names_an_unknown_zip_version_is_damaged() -> None:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("[Content_Types].xml", "<Types/>")
+    data = bytearray(archive.getvalue())
+    central = data.index(b"PK\x01\x02")
+    data[central + 6 : central + 8] = (85).to_bytes(2, "little")  # "version needed to extract": 8.5
+    with pytest.raises(ExtractionFailed, match=r"^the XLSX is damaged: zip file version 8.5"):
+        XlsxExtractor().extract(bytes(data), XLSX)
