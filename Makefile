@@ -6,6 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PLUGINS := $(sort $(dir $(wildcard plugins/*/setup.cfg)))
+# each plugin editable, with its test extra when its setup.cfg declares one
+PLUGIN_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)$(if $(shell grep -s '^test =' $(p)setup.cfg),[test])')
 INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
@@ -15,7 +17,7 @@ WORKERS ?= 2
 $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' $(addprefix -e ,$(PLUGINS))
+	$(BIN)/python -m pip install --quiet -e '.[test]' $(PLUGIN_INSTALLS)
 	touch $@
 
 install: $(BIN)/.installed
