@@ -1,5 +1,6 @@
 # hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
-# Both install what they need into .venv (Python) and .tools (Node 22 + the MCP conformance suite,
+# Both install what they need into .venv (Python, with each plugin's test extra where it has one) and
+# .tools (Node 22 + the MCP conformance suite,
 # pinned in tests/conformance/package-lock.json).
 
 PYTHON ?= python3
@@ -15,7 +16,7 @@ WORKERS ?= 2
 $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' $(addprefix -e ,$(PLUGINS))
+	$(BIN)/python -m pip install --quiet -e '.[test]' $(foreach p,$(PLUGINS),-e '$(p:/=)$(if $(shell grep -s '^test *=' $(p)setup.cfg),[test])')
 	touch $@
 
 install: $(BIN)/.installed
