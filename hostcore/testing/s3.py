@@ -8,7 +8,10 @@ conftest::
     def test_something(s3_server):
         storage = S3Storage(tmp_path, {"bucket": s3_server.bucket, "endpoint_url": s3_server.url})
 
-The fixture is session-wide: it starts ``moto_server -H 127.0.0.1 -p PORT``, creates a bucket,
+The fixture is session-wide: it starts moto's server (``python -m hostcore.testing.s3 -p PORT``:
+moto's own server app, answering one request at a time: moto checks a conditional write's
+``If-Match`` and stores the object in two steps without a lock, so two racing writers could both
+pass the check, which S3 itself never allows), creates a bucket,
 sets dummy AWS credentials and ``TEST_S3_ENDPOINT``/``TEST_S3_BUCKET`` in the environment (so
 worker processes and servers started by the test find them) and stops the server at the end.
 Give each test its own ``prefix`` (:func:`prefix_for`) to keep tests apart in the one bucket.
@@ -25,6 +28,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,8 +53,25 @@ def prefix_for(root: Path) -> str:
 
 
 def moto_server_cmd() -> list[str]:
-    beside = Path(sys.executable).with_name("moto_server")
-    return [str(beside)] if beside.exists() else [sys.executable, "-m", "moto.server"]
+    return [sys.executable, "-m", "hostcore.testing.s3"]
+
+
+def serve_moto(host: str, port: int) -> None:
+    """moto's server (what ``moto_server`` runs) with one request at a time, so a conditional
+    write's check and store happen together, as on S3."""
+    import threading
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import run_simple
+
+    app = DomainDispatcherApplication(create_backend_app)
+    lock = threading.Lock()
+
+    def one_at_a_time(environ: Any, start_response: Any) -> Any:
+        with lock:
+            return list(app(environ, start_response))
+
+    run_simple(host, port, one_at_a_time, threaded=True, request_handler=MotoRequestHandler)
 
 
 def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -102,3 +123,13 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="moto's S3 server, one request at a time")
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", type=int, required=True)
+    args = parser.parse_args()
+    serve_moto(args.host, args.port)
