@@ -1,10 +1,9 @@
 import os
 from pathlib import Path
 
-from hostcore_s3 import S3Storage
-
 from hostcore.testing import StorageConformance
 from hostcore.testing.s3 import prefix_for
+from hostcore_s3 import S3Storage
 
 
 def s3_storage(root: Path, **config: object) -> S3Storage:

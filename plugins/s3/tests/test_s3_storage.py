@@ -8,11 +8,11 @@ from pathlib import Path
 
 import boto3
 import pytest
-from hostcore_s3 import S3Storage
-from hostcore_s3.storage import INTERNAL
 
 from hostcore import Change, ConfigError, Conflict, Delete, NotFound, Put, ValidationError, blob_hash
 from hostcore.testing.s3 import prefix_for
+from hostcore_s3 import S3Storage
+from hostcore_s3.storage import INTERNAL
 
 from .test_conformance import s3_storage
 
