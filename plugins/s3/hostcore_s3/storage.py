@@ -82,6 +82,9 @@ log = logging.getLogger(__name__)
 
 INTERNAL = ".hostcore"  # the top-level folder of hostcore's own objects under the prefix
 REPAIR_LOOK_EVERY = 1.0  # seconds between a reader's looks for unfinished changes, per process
+# Listing the log stops at entries this much older than the newest one known: later listings find
+# entries written meanwhile with a clock up to this far behind (another host's).
+LOG_MARGIN = 300.0
 _PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
@@ -129,6 +132,8 @@ class S3Storage(Storage):
         self._client: Any = None
         self._etag_hashes: dict[str, str] = {}  # an ETag names one content, so its blob id never changes
         self._entries: dict[str, dict[str, Any]] = {}  # log entries read so far; they never change
+        self._ids: builtins.list[str] = []  # the log's ids listed so far, newest first
+        self._id_set: set[str] = set()
         self._looked = 0.0
         self._writer = {"host": socket.gethostname(), "pid": os.getpid()}
         self._lock = threading.Lock()
@@ -246,8 +251,9 @@ class S3Storage(Storage):
                 return
             kwargs["ContinuationToken"] = answer["NextContinuationToken"]
 
-    def _objects(self, prefix: str) -> Iterator[tuple[str, str]]:
-        """(path, ETag) of every stored file under the folder ``prefix`` ("" for all)."""
+    def _objects(self, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(path, listing item: ETag, LastModified, ...) of every stored file under the folder
+        ``prefix`` ("" for all)."""
         if prefix and prefix.split("/", 1)[0] == INTERNAL:
             return
         start = self._key(check_path(prefix) + "/") if prefix else self.prefix
@@ -255,7 +261,7 @@ class S3Storage(Storage):
             for item in answer.get("Contents", ()):
                 path = item["Key"][len(self.prefix) :]
                 if path.split("/", 1)[0] != INTERNAL:
-                    yield path, item["ETag"]
+                    yield path, item
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         self._look_for_unfinished()
@@ -265,8 +271,8 @@ class S3Storage(Storage):
         """Path -> blob id, from one listing; an ETag not seen before costs one HEAD."""
         self._look_for_unfinished()
         out = {}
-        for path, etag in self._objects(prefix):
-            digest = self._etag_hashes.get(etag)
+        for path, item in self._objects(prefix):
+            digest = self._etag_hashes.get(item["ETag"])
             if digest is None:
                 head = self._head(path)
                 if head is None:
@@ -394,6 +400,9 @@ class S3Storage(Storage):
             log.warning("%s changed after a change that is being undone wrote it; left as it is", step["path"])
 
     def _finish(self, entry: dict[str, Any], record: str) -> None:
+        """Log the change under a new id (so the log lists changes in the order they landed,
+        a repaired one too), then delete its record."""
+        entry = {**entry, "id": _new_id(), "time": time.time()}
         self._put_json(self._internal("log", entry["id"]), entry)
         self._entries[entry["id"]] = entry
         self._call("delete_object", Key=record)
@@ -492,9 +501,27 @@ class S3Storage(Storage):
     # --- history ---------------------------------------------------------------------------
 
     def _log_ids(self) -> builtins.list[str]:
-        """Every change id in the log, newest first (ids sort that way)."""
+        """Every change id in the log, newest first (ids sort that way).
+
+        Lists only the log's newest part: down to ``LOG_MARGIN`` seconds before the newest entry
+        this process knows; the older ones it listed before never change.
+        """
         start = self._key(f"{INTERNAL}/log/")
-        return [item["Key"][len(start) : -len(".json")] for answer in self._listing(start) for item in answer.get("Contents", ())]
+        with self._lock:
+            known, seen = self._ids, self._id_set
+        horizon = _id_time(known[0]) - LOG_MARGIN if known else None
+        fresh = []
+        for answer in self._listing(start):
+            ids = [item["Key"][len(start) : -len(".json")] for item in answer.get("Contents", ())]
+            fresh += [change_id for change_id in ids if change_id not in seen]
+            if horizon is not None and ids and _id_time(ids[-1]) < horizon:
+                break
+        if not fresh:
+            return known
+        with self._lock:
+            self._id_set = self._id_set | set(fresh)
+            self._ids = sorted(self._id_set)
+            return self._ids
 
     def _entry(self, change_id: str) -> dict[str, Any]:
         entry = self._entries.get(change_id)
@@ -534,6 +561,11 @@ class S3Storage(Storage):
             found.append(_revision(entry))
         return found[offset:]
 
+    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+        """Path -> when its object was last written (S3's LastModified), from one listing."""
+        wanted = set(paths)
+        return {path: item["LastModified"] for path, item in self._objects("") if path in wanted}
+
     def read_at(self, path: str, revision: str) -> bytes:
         """The bytes ``path`` held after change ``revision`` (at the path it had then, when it
         moved since). Raises NotFound when the revision does not exist or left no file there."""
@@ -567,6 +599,11 @@ def _new_id() -> str:
     """40 hex digits that sort newest first: the inverted time in microseconds, then random ones."""
     inverted = (1 << 56) - time.time_ns() // 1000
     return f"{inverted:014x}{secrets.token_hex(13)}"
+
+
+def _id_time(change_id: str) -> float:
+    """The time (seconds since the epoch) a change id was made at."""
+    return ((1 << 56) - int(change_id[:14], 16)) / 1e6
 
 
 def _revision(entry: dict[str, Any]) -> Revision:

@@ -1,9 +1,12 @@
 """The s3 storage beyond the shared conformance suite: races, batches cut halfway, history, config."""
 
+import json
 import multiprocessing
 import os
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import boto3
@@ -201,3 +204,24 @@ def test_config_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="has no setting 'buckett'"):
         S3Storage(tmp_path, {"buckett": "x"})
     assert prefix_for(tmp_path) != prefix_for(tmp_path / "other")
+
+
+def test_history_sees_changes_of_other_processes_and_skewed_clocks(storage: S3Storage, tmp_path: Path) -> None:
+    storage.apply([Put("n/a.md", b"one", expect=None)], CHANGE)
+    assert len(storage.history()) == 1
+    other = s3_storage(tmp_path)  # another process or host on the same bucket and prefix
+    other.apply([Put("n/b.md", b"two", expect=None)], Change("other", "save_page: n/b"))
+    assert [r.author for r in storage.history()] == ["other", "tester"]
+    # an entry from a host whose clock is a minute behind sorts after the newest: still listed
+    late = {"id": "", "author": "late", "email": "", "message": "save_page: n/c", "time": 0.0, "moves": [], "ops": [{"path": "n/c.md", "old": None, "new": blob_hash(b"c")}]}
+    late_id = f"{(1 << 56) - (time.time_ns() // 1000 - 60_000_000):014x}" + "0" * 26
+    raw(storage).put_object(Bucket=storage.bucket, Key=f"{storage.prefix}{INTERNAL}/log/{late_id}.json", Body=json.dumps({**late, "id": late_id}).encode())
+    assert [r.author for r in storage.history()] == ["other", "tester", "late"]
+
+
+def test_last_changed_is_when_each_object_was_written(storage: S3Storage) -> None:
+    before = datetime.now(UTC) - timedelta(seconds=5)
+    storage.apply([Put("n/a.md", b"a", expect=None), Put("m/b.md", b"b", expect=None)], CHANGE)
+    changed = storage.last_changed(["n/a.md", "m/b.md", "n/missing.md"])
+    assert set(changed) == {"n/a.md", "m/b.md"}
+    assert all(before <= when <= datetime.now(UTC) + timedelta(seconds=5) for when in changed.values())
