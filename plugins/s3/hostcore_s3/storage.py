@@ -4,7 +4,8 @@ What it relies on: conditional writes, i.e. ``PutObject`` with ``If-Match: <etag
 ``If-None-Match: *`` and ``DeleteObject`` with ``If-Match: <etag>``, answered with 412 when the
 condition fails (AWS S3 since 2024/2025, MinIO, moto; a server that ignores them loses the
 compare-and-set). Nothing else: no bucket versioning, no locks, no clock agreement beyond
-``repair_after``.
+``repair_after``. (A server that answers a conditional delete with ``NotImplemented`` gets a HEAD
+just before an unconditional delete instead.)
 
 **Compare-and-set.** Every object carries the git blob id of its bytes as metadata
 (``x-amz-meta-hash``); a write first reads the object's metadata (HEAD), compares the hash with
@@ -29,7 +30,8 @@ If a foreign write wins a race in step 4, the writer marks the record ``abort``,
 it applied (each conditional on its own ETag), deletes the record and raises Conflict. If the
 writer dies, its record stays: the next writer (every write looks) or reader (at most once a
 second per process) that finds a record whose writer is gone (a process of this host that no
-longer runs, or a record older than ``repair_after`` seconds) repairs it: when the record is
+longer runs, a record older than ``repair_after`` seconds, or one this process gave up on when S3
+failed halfway) repairs it: when the record is
 ``pending`` and every path holds its old or its new hash, it completes the change (applies the
 missing ops, writes the log entry); otherwise it rolls back the ops that landed. Either way it
 deletes the record, so a batch (a move, a rename) ends applied whole or not at all. While a live
@@ -87,6 +89,7 @@ REPAIR_LOOK_EVERY = 1.0  # seconds between a reader's looks for unfinished chang
 LOG_MARGIN = 300.0
 _PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
+_REFUSED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "NoSuchBucket"}
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ class S3Storage(Storage):
         self._looked = 0.0
         self._writer = {"host": socket.gethostname(), "pid": os.getpid()}
         self._lock = threading.Lock()
+        self._abandoned: set[str] = set()  # records of changes this process gave up halfway
+        self._unconditional_deletes = False  # the server refuses DeleteObject with If-Match
         try:
             self._s3().head_bucket(Bucket=self.bucket)
         except ClientError as exc:
@@ -166,11 +171,20 @@ class S3Storage(Storage):
         return self._client
 
     def _call(self, method: str, **kwargs: Any) -> Any:
-        """One S3 request; an unreachable server is Unavailable (ClientError passes to the caller)."""
+        """One S3 request (boto3 retries throttling and server errors). An unreachable or failing
+        server is Unavailable, and so is a refusal (credentials, policy); other ClientErrors (412,
+        404) pass to the caller."""
         try:
             return getattr(self._s3(), method)(Bucket=self.bucket, **kwargs)
         except BotoCoreError as exc:
             raise Unavailable(f"the S3 storage cannot be reached ({exc}); try again") from exc
+        except ClientError as exc:
+            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+            if _code(exc) in _REFUSED:
+                raise Unavailable(f"S3 refused the request ({_code(exc)}); check the credentials and the bucket policy") from exc
+            if status >= 500 and _code(exc) != "NotImplemented":
+                raise Unavailable(f"the S3 storage failed ({_code(exc)}); try again") from exc
+            raise
 
     def _key(self, path: str) -> str:
         return self.prefix + path
@@ -234,7 +248,10 @@ class S3Storage(Storage):
         return Head(digest, etag)
 
     def hash(self, path: str) -> str | None:
-        self._readable_key(path)
+        try:
+            self._readable_key(path)
+        except NotFound:
+            return None
         self._look_for_unfinished()
         head = self._head(path)
         return head.hash if head else None
@@ -282,6 +299,8 @@ class S3Storage(Storage):
         return dict(sorted(out.items()))
 
     def folders(self, prefix: str = "") -> builtins.list[str]:
+        if prefix and prefix.split("/", 1)[0] == INTERNAL:
+            return []
         start = self._key(check_path(prefix) + "/") if prefix else self.prefix
         found = set()
         for answer in self._listing(start, delimiter="/"):
@@ -357,17 +376,22 @@ class S3Storage(Storage):
     def _run(self, entry: dict[str, Any], etags: dict[str, str], data: dict[str, bytes], record: str) -> None:
         """Apply the steps in order; on a lost race undo those applied and raise Conflict."""
         applied: builtins.list[tuple[dict[str, Any], str | None]] = []
-        for step in entry["ops"]:
-            try:
-                applied.append((step, self._step(step, etags.get(step["path"]), data.get(step["path"]))))
-            except Conflict:
-                if applied:
-                    self._put_json(record, {**entry, "state": "abort", "writer": self._writer})
-                    for done, etag in reversed(applied):
-                        self._undo(done, etag)
-                self._call("delete_object", Key=record)
-                raise
-        self._finish(entry, record)
+        try:
+            for step in entry["ops"]:
+                try:
+                    applied.append((step, self._step(step, etags.get(step["path"]), data.get(step["path"]))))
+                except Conflict:
+                    if applied:
+                        self._put_json(record, {**entry, "state": "abort", "writer": self._writer})
+                        for done, etag in reversed(applied):
+                            self._undo(done, etag)
+                    self._call("delete_object", Key=record)
+                    raise
+            self._finish(entry, record)
+        except Exception as exc:
+            if not isinstance(exc, Conflict):  # cut halfway (S3 unreachable): the next look repairs it
+                self._abandoned.add(record)
+            raise
 
     def _step(self, step: dict[str, Any], etag: str | None, data: bytes | None) -> str | None:
         """Move ``step["path"]`` from its old hash (ETag ``etag``) to its new one; the new ETag.
@@ -377,7 +401,7 @@ class S3Storage(Storage):
         path, new = step["path"], step["new"]
         try:
             if new is None:
-                self._call("delete_object", Key=self._key(path), **({"IfMatch": etag} if etag else {}))
+                self._delete(path, etag)
                 return None
             body = data if data is not None else self._get(self._internal("objects", new))[0]
             condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
@@ -388,9 +412,26 @@ class S3Storage(Storage):
             if _code(exc) not in _PRECONDITION and not (etag and _code(exc) in _MISSING):
                 raise
         head = self._head(path)
-        if (head.hash if head else None) == new:  # a retry of a request that had landed, or the same bytes
-            return head.etag if head else None
+        if head is not None and head.hash == new:  # a retry of a put that had landed, or the same bytes
+            return head.etag
         raise Conflict(f"{path} was changed by another writer meanwhile; read it again and retry", path=path, hash=head.hash if head else "")
+
+    def _delete(self, path: str, etag: str | None) -> None:
+        """Delete with ``If-Match: etag``; where the server refuses conditional deletes (S3
+        buckets before they had them), check the ETag with a HEAD just before deleting instead."""
+        if etag and not self._unconditional_deletes:
+            try:
+                self._call("delete_object", Key=self._key(path), IfMatch=etag)
+                return
+            except ClientError as exc:
+                if _code(exc) != "NotImplemented":
+                    raise
+                log.warning("this S3 server refuses conditional deletes; deletes check the ETag just before instead")
+                self._unconditional_deletes = True
+        head = self._head(path)
+        if etag and (head is None or head.etag != etag):
+            raise Conflict(f"{path} was changed by another writer meanwhile; read it again and retry", path=path, hash=head.hash if head else "")
+        self._call("delete_object", Key=self._key(path))
 
     def _undo(self, step: dict[str, Any], etag: str | None) -> None:
         """Put back the old content of a step that landed, unless someone changed it since."""
@@ -458,7 +499,7 @@ class S3Storage(Storage):
                     record = json.loads(self._get(item["Key"])[0])
                 except NotFound:
                     continue  # finished meanwhile
-                if self._writer_gone(record):
+                if item["Key"] in self._abandoned or self._writer_gone(record):
                     with self._lock:
                         self._repair(record, item["Key"])
 
@@ -497,6 +538,7 @@ class S3Storage(Storage):
             self._finish(entry, key)
         else:
             self._call("delete_object", Key=key)
+        self._abandoned.discard(key)
 
     # --- history ---------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from hostcore import Change, ConfigError, Conflict, Delete, NotFound, Put, ValidationError, blob_hash
+from hostcore import Change, ConfigError, Conflict, Delete, NotFound, Put, Unavailable, ValidationError, blob_hash
 from hostcore.testing.s3 import prefix_for
 from hostcore_s3 import S3Storage
 from hostcore_s3.storage import INTERNAL
@@ -225,3 +225,30 @@ def test_last_changed_is_when_each_object_was_written(storage: S3Storage) -> Non
     changed = storage.last_changed(["n/a.md", "m/b.md", "n/missing.md"])
     assert set(changed) == {"n/a.md", "m/b.md"}
     assert all(before <= when <= datetime.now(UTC) + timedelta(seconds=5) for when in changed.values())
+
+
+def test_two_deleters_of_one_version_one_wins(storage: S3Storage, tmp_path: Path) -> None:
+    h = storage.apply([Put("n/a.md", b"a", expect=None)], CHANGE)["n/a.md"]
+    etag = storage._head("n/a.md").etag
+    s3_storage(tmp_path).apply([Delete("n/a.md", expect=h)], CHANGE)
+    with pytest.raises(Conflict) as err:
+        storage._step({"path": "n/a.md", "old": h, "new": None}, etag, None)
+    assert err.value.data["hash"] == ""
+
+
+def test_a_change_cut_by_an_unreachable_server_is_repaired_by_its_own_process(storage: S3Storage, tmp_path: Path) -> None:
+    h = storage.apply([Put("n/old.md", b"moving", expect=None)], CHANGE)["n/old.md"]
+    real_call = storage._call
+
+    def unreachable_for_deletes(method, **kwargs):
+        if method == "delete_object" and kwargs["Key"].endswith("n/old.md"):
+            raise Unavailable("the S3 storage cannot be reached (test); try again")
+        return real_call(method, **kwargs)
+
+    storage._call = unreachable_for_deletes  # type: ignore[method-assign]
+    with pytest.raises(Unavailable):
+        storage.apply([Put("n/new.md", b"moving", expect=None), Delete("n/old.md", expect=h)], Change("t", "move", moves=(("n/old.md", "n/new.md"),)))
+    storage._call = real_call  # type: ignore[method-assign]
+    storage.apply([Put("n/other.md", b"x", expect=None)], CHANGE)
+    assert storage.list() == ["n/new.md", "n/other.md"]
+    assert internal_keys(storage, "pending") == []
