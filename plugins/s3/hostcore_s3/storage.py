@@ -17,14 +17,17 @@ create). Of several writers that saw the same ETag exactly one wins; the others 
 is refused): ``objects/<hash>`` holds every blob ever written (content-addressed, immutable),
 ``pending/<id>.json`` the change records of changes in progress, ``log/<id>.json`` the change log,
 one entry per change (author, time, message naming the tool and client, moves, and every path
-with its old and new hash). ``<id>`` is 40 hex digits that sort newest first. A change runs:
+with its old and new hash), and ``head``, rewritten after every log entry, so that a reader learns
+from one HEAD whether the log grew. ``<id>`` is 40 hex digits that sort newest first. A change
+runs:
 
 1. check every expectation (HEAD each path); a stale one raises Conflict, nothing is written;
 2. store the new blobs under ``objects/`` (and, for a batch, the old ones: a rollback needs them);
 3. write the change record ``pending/<id>.json`` (the ops with old and new hash, the writer's host
    and process);
 4. apply the ops in order, each conditional on the ETag seen in step 1;
-5. write the log entry ``log/<id>.json``, then delete the record.
+5. write the log entry ``log/<id>.json`` (under an id made now, so the log lists changes in the
+   order they landed), rewrite ``head``, then delete the record.
 
 If a foreign write wins a race in step 4, the writer marks the record ``abort``, undoes the ops
 it applied (each conditional on its own ETag), deletes the record and raises Conflict. If the
@@ -39,7 +42,8 @@ writer is between steps 4 and 5 (milliseconds), a reader can see part of its bat
 
 **History** comes from the log: :meth:`S3Storage.history` lists entries newest first (following a
 page back across moves), :meth:`S3Storage.read_at` reads the blob a change left at a path.
-Entries are immutable, so each process keeps those it has read.
+Entries are immutable, so each process keeps those it has read, and lists the log again only
+when ``head`` changed, and then only its newest part.
 """
 
 from __future__ import annotations
@@ -137,6 +141,7 @@ class S3Storage(Storage):
         self._entries: dict[str, dict[str, Any]] = {}  # log entries read so far; they never change
         self._ids: builtins.list[str] = []  # the log's ids listed so far, newest first
         self._id_set: set[str] = set()
+        self._log_head = ""  # the ETag of .hostcore/head when the log was last listed
         self._looked = 0.0
         self._writer = {"host": socket.gethostname(), "pid": os.getpid()}
         self._lock = threading.Lock()
@@ -256,9 +261,10 @@ class S3Storage(Storage):
         head = self._head(path)
         return head.hash if head else None
 
-    def _listing(self, prefix: str, delimiter: str = "") -> Iterator[dict[str, Any]]:
-        """Every page of a ListObjectsV2 answer for ``prefix`` (a key prefix)."""
-        kwargs: dict[str, Any] = {"Prefix": prefix}
+    def _listing(self, prefix: str, delimiter: str = "", first: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every page of a ListObjectsV2 answer for ``prefix`` (a key prefix); the first page
+        holds at most ``first`` keys, the others 1000."""
+        kwargs: dict[str, Any] = {"Prefix": prefix, "MaxKeys": first}
         if delimiter:
             kwargs["Delimiter"] = delimiter
         while True:
@@ -267,6 +273,7 @@ class S3Storage(Storage):
             if not answer.get("IsTruncated"):
                 return
             kwargs["ContinuationToken"] = answer["NextContinuationToken"]
+            kwargs["MaxKeys"] = 1000
 
     def _objects(self, prefix: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(path, listing item: ETag, LastModified, ...) of every stored file under the folder
@@ -446,6 +453,7 @@ class S3Storage(Storage):
         entry = {**entry, "id": _new_id(), "time": time.time()}
         self._put_json(self._internal("log", entry["id"]), entry)
         self._entries[entry["id"]] = entry
+        self._call("put_object", Key=self._key(f"{INTERNAL}/head"), Body=entry["id"].encode())
         self._call("delete_object", Key=record)
 
     def _store_blob(self, digest: str, data: bytes) -> None:
@@ -545,22 +553,33 @@ class S3Storage(Storage):
     def _log_ids(self) -> builtins.list[str]:
         """Every change id in the log, newest first (ids sort that way).
 
-        Lists only the log's newest part: down to ``LOG_MARGIN`` seconds before the newest entry
+        Every change rewrites ``.hostcore/head`` after its log entry, so while that object's ETag
+        stays the one seen before the last listing, nothing was logged since: one HEAD. Otherwise
+        lists only the log's newest part, down to ``LOG_MARGIN`` seconds before the newest entry
         this process knows; the older ones it listed before never change.
         """
         start = self._key(f"{INTERNAL}/log/")
+        try:
+            head = str(self._call("head_object", Key=self._key(f"{INTERNAL}/head"))["ETag"])
+        except ClientError as exc:
+            if _code(exc) not in _MISSING:
+                raise
+            head = ""
         with self._lock:
             known, seen = self._ids, self._id_set
+            if head and head == self._log_head:
+                return known
         horizon = _id_time(known[0]) - LOG_MARGIN if known else None
         fresh = []
-        for answer in self._listing(start):
+        for answer in self._listing(start, first=50 if known else 1000):
             ids = [item["Key"][len(start) : -len(".json")] for item in answer.get("Contents", ())]
             fresh += [change_id for change_id in ids if change_id not in seen]
             if horizon is not None and ids and _id_time(ids[-1]) < horizon:
                 break
-        if not fresh:
-            return known
         with self._lock:
+            self._log_head = head
+            if not fresh:
+                return known
             self._id_set = self._id_set | set(fresh)
             self._ids = sorted(self._id_set)
             return self._ids

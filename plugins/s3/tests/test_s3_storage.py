@@ -216,6 +216,8 @@ def test_history_sees_changes_of_other_processes_and_skewed_clocks(storage: S3St
     late = {"id": "", "author": "late", "email": "", "message": "save_page: n/c", "time": 0.0, "moves": [], "ops": [{"path": "n/c.md", "old": None, "new": blob_hash(b"c")}]}
     late_id = f"{(1 << 56) - (time.time_ns() // 1000 - 60_000_000):014x}" + "0" * 26
     raw(storage).put_object(Bucket=storage.bucket, Key=f"{storage.prefix}{INTERNAL}/log/{late_id}.json", Body=json.dumps({**late, "id": late_id}).encode())
+    assert [r.author for r in storage.history()] == ["other", "tester"]  # not yet announced
+    raw(storage).put_object(Bucket=storage.bucket, Key=f"{storage.prefix}{INTERNAL}/head", Body=late_id.encode())
     assert [r.author for r in storage.history()] == ["other", "tester", "late"]
 
 
