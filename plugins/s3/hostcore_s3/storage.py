@@ -158,7 +158,7 @@ class S3Storage(Storage):
                 ) from None
             raise ConfigError(f"bucket {self.bucket!r} cannot be used ({exc}); check the credentials and the bucket policy") from None
         except BotoCoreError as exc:
-            raise ConfigError(f"S3 at {self.config['endpoint_url'] or 'AWS'} cannot be reached ({exc}); check endpoint_url, region and credentials") from None
+            raise ConfigError(f"S3 at {self.config['endpoint_url'] or 'AWS'} cannot be reached ({exc}); check endpoint_url, region and credentials", field="PLUGIN_CONFIG.s3.endpoint_url") from None
 
     # --- the client ------------------------------------------------------------------------
 
