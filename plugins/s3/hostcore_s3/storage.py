@@ -2,8 +2,8 @@
 
 What it relies on: conditional writes, i.e. ``PutObject`` with ``If-Match: <etag>`` and
 ``If-None-Match: *`` and ``DeleteObject`` with ``If-Match: <etag>``, answered with 412 when the
-condition fails (AWS S3 since 2024/2025, MinIO, moto; a server that ignores them loses the
-compare-and-set). Nothing else: no bucket versioning, no locks, no clock agreement beyond
+condition fails (AWS S3 has conditional puts since 2024, MinIO and moto have both; a server
+that ignores them loses the compare-and-set). Nothing else: no bucket versioning, no locks, no clock agreement beyond
 ``repair_after``. (A server that answers a conditional delete with ``NotImplemented`` gets a HEAD
 just before an unconditional delete instead.)
 
@@ -34,9 +34,9 @@ it applied (each conditional on its own ETag), deletes the record and raises Con
 writer dies, its record stays: the next writer (every write looks) or reader (at most once a
 second per process) that finds a record whose writer is gone (a process of this host that no
 longer runs, a record older than ``repair_after`` seconds, or one this process gave up on when S3
-failed halfway) repairs it: when the record is
-``pending`` and every path holds its old or its new hash, it completes the change (applies the
-missing ops, writes the log entry); otherwise it rolls back the ops that landed. Either way it
+failed halfway) repairs it: when the record is ``pending`` and every path holds its old or its
+new hash, it completes the change (applies the missing ops, writes the log entry); otherwise it
+rolls back the ops that landed. Either way it
 deletes the record, so a batch (a move, a rename) ends applied whole or not at all. While a live
 writer is between steps 4 and 5 (milliseconds), a reader can see part of its batch.
 
