@@ -1,5 +1,6 @@
 # hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
-# Both install what they need into .venv (Python) and .tools (Node 22 + the MCP conformance suite,
+# Both install what they need into .venv (Python, with each plugin's test extra where it has one) and
+# .tools (Node 22 + the MCP conformance suite,
 # pinned in tests/conformance/package-lock.json).
 
 PYTHON ?= python3
@@ -7,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PLUGINS := $(sort $(dir $(wildcard plugins/*/setup.cfg)))
 # each plugin editable, with its test extra when its setup.cfg declares one
-PLUGIN_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)$(if $(shell grep -s '^test =' $(p)setup.cfg),[test])')
+PLUGIN_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)$(if $(shell grep -s '^test *=' $(p)setup.cfg),[test])')
 INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
