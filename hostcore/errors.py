@@ -55,6 +55,12 @@ class Forbidden(HostcoreError):
     code = "forbidden"
 
 
+class RateLimited(HostcoreError):
+    """Over a rate limit; ``data['retry_after']`` is the whole seconds to wait."""
+
+    code = "rate_limited"
+
+
 class Unavailable(HostcoreError):
     code = "unavailable"
 

@@ -175,7 +175,7 @@ def test_env_settings_are_named_by_their_variable(tmp_path):
     assert err.value.data["problems"] == [
         "HOSTCORE_SEACRH: hostcore has no setting 'SEACRH'; did you mean 'SEARCH'? its settings: ALLOWED_HOSTS, "
         "ALLOWED_ORIGINS, AUTHORIZATION_SERVERS, LOG_LEVEL, MAX_REQUEST_BYTES, MIN_FREE_BYTES, PLUGINS, PLUGIN_CONFIG, PUBLIC_URL, "
-        "SEARCH, STORAGE, TITLE",
+        "RATE_LIMITS, REDIS_URL, SEARCH, STORAGE, TITLE",
         "HOSTCORE_PLUGIN_CONFIG (fs): must be a table of settings",
     ]
 
