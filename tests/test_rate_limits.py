@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from limits.storage import MemoryStorage
 
 from hostcore import Principal, RateLimited, create_app, hookimpl
 from hostcore.domain.principal import SYSTEM
@@ -52,6 +53,18 @@ def test_memory_limiter_counts_per_principal_and_kind():
     assert limiter.status() == {"store": "memory", "limits": {"requests": "3 per minute", "writes": "1 per minute"}}
 
 
+def test_memory_counts_start_no_thread_and_keep_only_the_window():
+    limiter = RateLimiter({"requests": "5/second"})
+    storage = limiter.memory.storage
+    assert isinstance(storage, MemoryStorage)
+    first_timer = storage.timer  # started once, when the storage is made
+    for _ in range(20):
+        limiter.wait("requests", "ann")
+        time.sleep(0.02)  # limits' own storage starts a new timer thread after 0.01 s idle
+    assert storage.timer is first_timer
+    assert [len(entries) for entries in storage.events.values()] == [5]
+
+
 def test_off_and_missing_kinds_are_not_limited():
     limiter = RateLimiter({"requests": "off"})
     assert all(limiter.wait(kind, "ann") == 0 for kind in ("requests", "writes") for _ in range(1000))
@@ -79,7 +92,7 @@ def test_limiters_on_one_redis_share_one_counter(redis):
 
 
 def test_redis_down_falls_back_to_memory_and_comes_back(redis, caplog):
-    caplog.set_level(logging.WARNING, "hostcore.ratelimits")
+    caplog.set_level(logging.INFO, "hostcore.ratelimits")
     limiter = limiter_on(redis.url, {"writes": "3/minute"})
     assert limiter.wait("writes", "ann") == 0  # one hit in Redis
     redis.stop()
