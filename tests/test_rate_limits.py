@@ -192,3 +192,12 @@ def test_bad_limits_and_redis_url_are_named_with_the_fix(tmp_path):
 def test_limits_merge_with_the_defaults_and_come_from_the_environment(tmp_path):
     config = load_config(tmp_path, environ={"HOSTCORE_RATE_LIMITS__WRITES": "30/minute"})
     assert config["RATE_LIMITS"] == {"requests": "300/minute", "writes": "30/minute"}
+
+
+def test_health_shows_the_limits_to_callers_who_see_every_namespace(tmp_path):
+    host = make_host(tmp_path, {"writes": "30/minute"})
+    assert host.wiki(principal("read")).health()["rate_limits"] == {
+        "store": "memory", "limits": {"requests": "300 per minute", "writes": "30 per minute"}
+    }
+    assert "rate_limits" not in host.wiki(principal("read", namespaces=["notes"])).health()
+    host.close()

@@ -229,6 +229,8 @@ class Host:
         if self.search is not None:
             self.search.rebuild.wait()
         self.links.close()
+        if self.redis is not None:
+            self.redis.close()
         self.storage.close()
         if self.search is not None:
             self.search.close()
