@@ -1,7 +1,7 @@
 # hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
 # Both install what they need into .venv (Python, with each plugin's test extra where it has one) and
-# .tools (Node 22 + the MCP conformance suite,
-# pinned in tests/conformance/package-lock.json).
+# .tools (Node 22 + the MCP conformance suite, pinned in tests/conformance/package-lock.json) and,
+# for the tests, the servers they start (Debian's redis-server: installed when run as root, else named).
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +13,7 @@ INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
 
-.PHONY: install serve test lint tools bench clean
+.PHONY: install serve test lint tools servers bench clean
 
 $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,15 @@ serve: install
 	$(BIN)/hostcore --instance $(INSTANCE) init
 	$(BIN)/hostcore --instance $(INSTANCE) serve --bind $(BIND) --workers $(WORKERS)
 
-test: install tools lint
+servers:
+	@command -v redis-server >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; \
+	  else \
+	    echo "the tests need redis-server: install Debian's redis-server package (sudo apt-get install redis-server)"; exit 1; \
+	  fi; }
+
+test: install tools servers lint
 	$(BIN)/python -m pytest
 
 lint: install

@@ -153,7 +153,8 @@ def main() -> None:
     # Imported here: the client processes (spawned, so they import this module) need none of it.
     from hostcore.testing import cli, create_token, start_server, stop_process_group
 
-    env = dict(item.split("=", 1) for item in args.env)
+    # The writers share one token: per-principal rate limits would measure the limiter, not the storage.
+    env = {"HOSTCORE_RATE_LIMITS": '{"requests": "off", "writes": "off"}'} | dict(item.split("=", 1) for item in args.env)
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-") as tmp:
         instance = Path(tmp) / "instance"
         cli(instance, "init", env=env)

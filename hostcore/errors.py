@@ -57,6 +57,10 @@ class Forbidden(HostcoreError):
 
 class TooLarge(HostcoreError):
     code = "too_large"
+class RateLimited(HostcoreError):
+    """Over a rate limit; ``data['retry_after']`` is the whole seconds to wait."""
+
+    code = "rate_limited"
 
 
 class Unavailable(HostcoreError):

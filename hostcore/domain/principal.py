@@ -31,12 +31,14 @@ class Unauthorized(HostcoreError):
 
 @dataclass(frozen=True)
 class Principal:
-    """The caller. ``namespaces`` None means every namespace; ``client`` is the MCP clientInfo name."""
+    """The caller. ``namespaces`` None means every namespace; ``client`` is the MCP clientInfo name;
+    ``rate_limited`` False exempts it from RATE_LIMITS (counted per ``name``)."""
 
     name: str
     scopes: frozenset[str]
     namespaces: frozenset[str] | None = None
     client: str | None = None
+    rate_limited: bool = True
 
     def has_scope(self, scope: str) -> bool:
         need = SCOPE_ORDER[scope]
@@ -60,4 +62,4 @@ class Principal:
             raise Forbidden(f"your token is limited to other namespaces than {namespace!r}", field=field)
 
 
-SYSTEM = Principal("hostcore", frozenset({"admin"}))
+SYSTEM = Principal("hostcore", frozenset({"admin"}), rate_limited=False)

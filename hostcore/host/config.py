@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcore.errors import ConfigError
+from hostcore.host.ratelimits import DEFAULT_LIMITS, limit_problems
 from hostcore.seams.settings import Setting, settings_problems
 
 CONFIG_FILE = "hostcore.toml"
@@ -45,8 +46,15 @@ SETTINGS: dict[str, Setting] = {
     "MIN_FREE_BYTES": Setting(
         int, 32 * 1024 * 1024, "free space a write needs on every disk holding the wiki; below it writes are refused"
     ),
+    "RATE_LIMITS": Setting(
+        dict, DEFAULT_LIMITS, 'per principal: "requests" and "writes", each like "300/minute" or "off"'
+    ),
+    "REDIS_URL": Setting(
+        str, "", "Redis holding what workers and hosts share (rate limit counters); empty: each worker's memory"
+    ),
 }
 DEFAULTS: dict[str, Any] = {key: setting.default for key, setting in SETTINGS.items()}
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
@@ -214,6 +222,13 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
     level = config.get("LOG_LEVEL")
     if isinstance(level, str) and level.upper() not in _LEVELS:
         problems.append(f"{where(config, 'LOG_LEVEL')}: {level!r} is no log level; use one of {', '.join(_LEVELS)}")
+    problems += limit_problems(config.get("RATE_LIMITS"), where(config, "RATE_LIMITS"))
+    redis_url = config.get("REDIS_URL")
+    if isinstance(redis_url, str) and redis_url and not redis_url.startswith(REDIS_SCHEMES):
+        problems.append(
+            f"{where(config, 'REDIS_URL')}: {redis_url!r} must start with {', '.join(REDIS_SCHEMES)} "
+            "(e.g. redis://127.0.0.1:6379/0), or be empty"
+        )
     limit = config.get("MAX_REQUEST_BYTES")
     if isinstance(limit, int) and not isinstance(limit, bool) and limit < 2 * 1024 * 1024:
         problems.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from hostcore.domain.principal import Principal
 from hostcore.errors import DiskFull, StartupError
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
+from hostcore.host.ratelimits import RateLimiter
 from hostcore.host.uploads import UploadTickets
 from hostcore.indexes.extraction import TextExtraction
 from hostcore.indexes.link_graph import LinkGraph
@@ -29,6 +30,8 @@ from hostcore.seams.storage import Storage, disk_full
 from hostcore.seams.tool import Tool
 
 if TYPE_CHECKING:
+    import redis
+
     from hostcore.service.wiki import Wiki
 
 log = logging.getLogger("hostcore")
@@ -93,6 +96,16 @@ def backend_problems(
     return problems
 
 
+def redis_client(url: str) -> redis.Redis:
+    """A Redis client of ``url`` whose commands fail at once when Redis is down: one try, no
+    back-off (redis-py's default retries for seconds), 1 s to connect or answer."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
+
+
 class Host:
     """Everything a request needs that outlives it. Build with :func:`hostcore.app.create_app`."""
 
@@ -131,6 +144,7 @@ class Host:
             self.config["EXTRACT_TIMEOUT_SECONDS"],
             self.config["EXTRACT_MEMORY_BYTES"],
         )
+        self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
         pm.hook.register_tools(register=self._register_tool, host=self)
@@ -185,6 +199,18 @@ class Host:
         if self.disk_full():
             raise DiskFull()
 
+    @cached_property
+    def redis(self) -> redis.Redis | None:
+        """A client of ``REDIS_URL``, where state shared by every worker and host lives, or None
+        when it is not set. Commands fail at once (one try, 1 s timeouts) when Redis is down."""
+        return redis_client(self.config["REDIS_URL"]) if self.config["REDIS_URL"] else None
+
+    def spend(self, kind: str, principal: Principal) -> int:
+        """Count one ``kind`` ("requests", "writes") for ``principal`` against RATE_LIMITS: 0
+        when within its limit, else the whole seconds to wait. A principal whose
+        ``rate_limited`` is False (``SYSTEM``: the CLI and jobs) is never counted."""
+        return self.limiter.wait(kind, principal.name) if principal.rate_limited else 0
+
     def start(self) -> None:
         """Run every plugin's ``startup`` hook (config checks, catch-up)."""
         self.pm.hook.startup(host=self)
@@ -214,6 +240,8 @@ class Host:
         self.links.close()
         self.uploads.close()
         self.extraction.close()
+        if self.redis is not None:
+            self.redis.close()
         self.storage.close()
         if self.search is not None:
             self.search.close()

@@ -105,6 +105,13 @@ def mcp_endpoint() -> Any:
     principal = authenticate(host)
     if isinstance(principal, Response):
         return principal
+    wait = host.spend("requests", principal)
+    if wait:
+        return _json_error(
+            429,
+            f"Too many requests: {principal.name} may make {host.limiter.describe('requests')}; retry after {wait} seconds",
+            {"Retry-After": str(wait)},
+        )
     if request.method != "POST":
         # Stateless: no session to delete and no standalone stream that anything could reach, so
         # say so instead of holding a worker thread open on an idle SSE stream.

@@ -14,7 +14,7 @@ from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import files_folder
 from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
 from hostcore.domain.principal import Principal
-from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
+from hostcore.errors import Conflict, NotFound, RateLimited, TooLarge, Unavailable, ValidationError
 from hostcore.seams.storage import Change
 
 if TYPE_CHECKING:
@@ -32,8 +32,17 @@ class WikiBase:
         self.storage = host.storage
         self.principal = principal
 
-    def _change(self, tool: str, subject: str) -> Change:
-        """The Change a write records; raises DiskFull first when the disk has no room for it."""
+    def _change(self, tool: str, subject: str, *, counted: bool = True) -> Change:
+        """The Change a write records. Raises RateLimited when the principal is over its writes
+        limit (``counted``: this write spends one; a call's follow-on changes pass False), and
+        DiskFull when the disk has no room for it; either way before anything is written."""
+        wait = self.host.spend("writes", self.principal) if counted else 0
+        if wait:
+            raise RateLimited(
+                f"too many writes: {self.principal.name} may make {self.host.limiter.describe('writes')}; "
+                f"wait {wait} seconds, then try again (nothing was changed)",
+                retry_after=wait,
+            )
         self.host.require_space()
         client = f" via {self.principal.client}" if self.principal.client else ""
         return Change(author=self.principal.name, message=f"{tool}: {subject}{client}")

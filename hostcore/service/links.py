@@ -74,6 +74,7 @@ class Health(TypedDict, total=False):
     stale: list[StalePage]
     counts: Counts
     storage: dict[str, object]
+    rate_limits: dict[str, object]
 
 
 def _index_page(wiki: WikiBase, namespace: str) -> str:
@@ -183,7 +184,8 @@ class LinksMixin(PagesMixin):
                 if body == page.body:
                     continue
                 new_page = replace(page, body=body).stored()
-                change = self._change("rename_page", f"links in {source}: {old} -> {new}")
+                # One rename is one write against the limit, however many pages link to it.
+                change = self._change("rename_page", f"links in {source}: {old} -> {new}", counted=False)
                 self.storage.apply([Put(page_path(source), new_page.to_bytes(), expect=page.hash)], change)
             except HostcoreError as exc:
                 failed.append({"slug": source, "reason": str(exc)})
@@ -233,4 +235,5 @@ class LinksMixin(PagesMixin):
         }
         if self.principal.namespaces is None:
             result["storage"] = self.storage.status()
+            result["rate_limits"] = self.host.limiter.status()
         return result

@@ -5,10 +5,12 @@
 - :func:`plugin_manager`: hostcore's hooks with your plugin registered, to call its hooks.
 - :func:`small_disk`, :func:`fill_disk`: a real full disk (a tmpfs; needs root).
 - ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port.
+- :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
 """
 
 from hostcore.testing.disks import fill_disk, small_disk
 from hostcore.testing.plugins import plugin_manager
+from hostcore.testing.redis import RedisServer, redis_server
 from hostcore.testing.search_suite import SearchConformance, search_doc
 from hostcore.testing.servers import (
     cli,
@@ -22,6 +24,7 @@ from hostcore.testing.servers import (
 from hostcore.testing.storage_suite import StorageConformance
 
 __all__ = [
+    "RedisServer",
     "SearchConformance",
     "StorageConformance",
     "cli",
@@ -31,6 +34,7 @@ __all__ = [
     "hostcore_cmd",
     "hostcore_env",
     "plugin_manager",
+    "redis_server",
     "search_doc",
     "small_disk",
     "start_server",

@@ -79,7 +79,8 @@ def health(
     names no stored file), orphans (slugs; namespace index pages are never orphans), stale ({slug,
     changed}), counts of each (lists stop at 500), and
     for callers with access to every namespace, storage facts such as the state of the push to a
-    backup remote.
+    backup remote, and rate_limits (the limits per caller, where they are counted and whether that
+    store answers).
     """
     return wiki.health(namespace)
 

@@ -37,7 +37,13 @@ from hostcore.testing import stop_process_group
 
 E2E_STORAGE = os.environ.get("HOSTCORE_E2E_STORAGE", "")
 """Run the suite on another storage backend than the instance default: HOSTCORE_E2E_STORAGE=fs or git."""
-E2E_ENV = {"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens", "sqlite"])} if E2E_STORAGE else {}
+SUITE_LIMITS = {"HOSTCORE_RATE_LIMITS": json.dumps({"requests": "100000/minute", "writes": "100000/minute"})}
+"""The suite drives a few tokens far harder than people do (the defaults allow 60 writes a minute);
+test_rate_limits.py tests the limits with its own."""
+E2E_ENV = {
+    **SUITE_LIMITS,
+    **({"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens", "sqlite"])} if E2E_STORAGE else {}),
+}
 
 
 def cli(instance: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
