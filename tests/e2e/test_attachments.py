@@ -36,7 +36,7 @@ LIMIT = 200_000
 def files_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     instance = tmp_path_factory.mktemp("attachments") / "instance"
     admin = re.findall(r"hc_[A-Za-z0-9_-]+", cli(instance, "init").stdout)[0]
-    plugins = json.loads(E2E_ENV["HOSTCORE_PLUGINS"]) if E2E_ENV else tomllib.loads((instance / "hostcore.toml").read_text())["PLUGINS"]
+    plugins = json.loads(E2E_ENV["HOSTCORE_PLUGINS"]) if "HOSTCORE_PLUGINS" in E2E_ENV else tomllib.loads((instance / "hostcore.toml").read_text())["PLUGINS"]
     env = {
         **E2E_ENV,
         "PYTHONPATH": str(ROOT),
