@@ -1,0 +1,463 @@
+"""A property-based fuzzer over every tool of the embedded default instance, through the real MCP
+layer, and over the upload route.
+
+For every tool in ``host.tools`` it draws arguments from the tool's published JSON input schema,
+mixed with values an attacker or a careless operator sends: wrong types, huge and negative
+integers, NaN and infinities, empty strings, 1 MiB strings, NUL and control characters, lone
+surrogates, right-to-left and zero-width characters, ``../`` and ``%2e%2e``, Windows device names,
+very deep nesting, extra keys and null for required fields. Each call is a JSON-RPC ``tools/call``
+POSTed to ``/_/mcp`` with a real bearer token of one of several scopes and namespace limits, and:
+
+- the answer is a JSON-RPC result (or, for a body JSON cannot carry such as NaN, a JSON-RPC
+  parse or params error, never an internal one);
+- a tool error has a stable code other than ``internal_error`` and, when it names a field, the
+  field is an argument of the tool or one the call sent;
+- a success's ``structuredContent`` matches the tool's output schema;
+- a failed call changed nothing: storage version and file hashes, git commit count and the search
+  index's document hashes are the same after it as before.
+
+The upload route (``POST /_/upload/<token>``) gets odd filenames, odd multipart bodies and odd
+tokens the same way, and must answer with a JSON error or a 201, never a 500.
+
+The run is deterministic (derandomized) and bounded for CI. Set ``HOSTCORE_FUZZ_EXAMPLES`` to
+raise the examples per test for a long local run, e.g.
+``HOSTCORE_FUZZ_EXAMPLES=3000 .venv/bin/python -m pytest tests/test_fuzz.py -q -x``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import hostcore_tokens
+import jsonschema
+import pytest
+from flask import Flask
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hostcore import create_app
+from hostcore.cli.commands import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
+from hostcore.domain.principal import SYSTEM
+from hostcore.host.host import Host
+
+# Taken out of the environment: hostcore refuses HOSTCORE_* variables that name no setting.
+EXAMPLES = int(os.environ.pop("HOSTCORE_FUZZ_EXAMPLES", "0"))
+STABLE_CODES = {"validation_error", "not_found", "conflict", "insufficient_scope", "forbidden", "too_large", "unavailable"}
+PAGES = ["notes/a", "notes/b", "team/c", "notes/folder/d"]
+ATTACHMENT = ("notes/a", "minutes.txt")
+TOKENS = {  # name: (scopes, namespaces)
+    "admin": (["admin"], None),
+    "writer": (["write"], None),
+    "reader": (["read"], None),
+    "team": (["write"], ["team"]),
+}
+
+ODD_STRINGS = [
+    "",
+    " ",
+    "\x00",
+    "notes/\x00a",
+    "notes/a\x00",
+    "\x01\x02\x1b[31m\x7f",
+    "notes/a\r\nX-Injected: 1",
+    "\ud800",
+    "notes/\udfff",
+    "\u202enotes/a",
+    "notes/\u200ba",
+    "notes/a\ufeff",
+    "\u2028\u2029",
+    "../../etc/passwd",
+    "notes/../team/c",
+    "notes/./a",
+    "%2e%2e/%2e%2e/etc",
+    "notes/%2e%2e",
+    "..",
+    ".",
+    "/",
+    "//",
+    "notes//a",
+    "/notes/a",
+    "notes/a/",
+    "notes\\a",
+    "C:\\Windows",
+    "CON",
+    "notes/CON",
+    "notes/nul.txt",
+    "notes/com1",
+    "notes/LPT9.md",
+    "notes/a.",
+    "notes/A",
+    "NOTES/a",
+    "_/x",
+    "notes/_hidden",
+    "notes/.git",
+    ".git/config",
+    "notes/ａ",
+    "notes/é",
+    "notes/e\u0301",
+    "tag:x",
+    '"',
+    "(",
+    ")",
+    "*",
+    "NOT",
+    "a OR",
+    "-",
+    'tag:"',
+    "\\",
+    "'; DROP TABLE pages; --",
+    "{{7*7}}",
+    "<script>alert(1)</script>",
+    "[[notes/a]]",
+    "http://evil.example/x",
+    "journal/{date}",
+    "0" * 40,
+    "f" * 7,
+    "g" * 40,
+    "HEAD",
+    "HEAD~1",
+    "--all",
+    "-n",
+    "a" * 300,
+    "notes/" + "a" * 300,
+    "notes/" + "/".join(["d"] * 200),
+]
+BIG = ["x" * (1 << 20), "é" * (1 << 19) + "x", "notes/" + "a" * (1 << 20)]
+ODD_SCALARS = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**53,
+    -(2**63),
+    2**64,
+    10**400,
+    1.5,
+    -0.0,
+    1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+    [],
+    {},
+    [None],
+    {"": None},
+]
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "x"
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+@pytest.fixture(scope="module")
+def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Flask:
+    """The embedded default instance (git, sqlite search, tokens, docs) with a few pages, an
+    attachment and one token per scope."""
+    config = {"PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH}
+    app = create_app(config, instance_path=tmp_path_factory.mktemp("fuzz") / "instance")
+    host: Host = app.extensions["hostcore"]
+    admin = host.wiki(SYSTEM)
+    for name in ("notes", "team"):
+        admin.save_namespace(name, title=name.title())
+    for slug in PAGES:
+        admin.save_page(slug, body=f"# {slug}\n\nSee [[notes/a]] and [[team/c]].\n\n## Part\n\ntext\n", tags=["t"])
+    ticket = admin.upload_attachment(*ATTACHMENT)
+    admin.complete_upload(ticket["upload_url"].rsplit("/", 1)[1], b"# Minutes\n\nThe budget was approved.\n")
+    store = hostcore_tokens.store(host)
+    app.config["FUZZ_TOKENS"] = {name: store.create(f"fuzz-{name}", scopes, ns) for name, (scopes, ns) in TOKENS.items()}
+    yield app
+    host.close()
+
+
+def _snapshot(host: Host) -> tuple[Any, ...]:
+    """What a failed call must leave as it was: storage version and file hashes, the git commit
+    count and the search index's documents."""
+    commits = subprocess.run(
+        ["git", "--git-dir", str(_git_dir(host)), "rev-list", "--count", "--all"], capture_output=True, text=True
+    ).stdout.strip()
+    assert host.search is not None
+    return host.storage.version(), host.storage.hashes(), commits, host.search.hashes()
+
+
+def _git_dir(host: Host) -> Path:
+    root = host.instance_path / "wiki"
+    return root / ".git" if (root / ".git").exists() else root
+
+
+def _post(client: Any, payload: Any, token: str) -> dict[str, Any]:
+    body = json.dumps(payload, allow_nan=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    response = client.post(
+        "/_/mcp",
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+            "Authorization": f"Bearer {token}",
+        },
+    )
+    text = response.get_data(as_text=True)
+    assert response.status_code in (200, 400, 413), (response.status_code, text[:2000])
+    data = text.split("data: ", 1)[1] if text.startswith("event:") else text
+    message = json.loads(data)
+    assert message.get("jsonrpc") == "2.0", message
+    return message
+
+
+def _resolve(value: Any, host: Host) -> Any:
+    """Replace a placeholder drawn for a hash or a revision with the current value."""
+    if isinstance(value, str) and value.startswith("$hash:"):
+        data = host.storage.hash(value[6:] + ".md")
+        return data or "0" * 40
+    if isinstance(value, str) and value.startswith("$rev:"):
+        revisions = host.storage.history(value[5:] + ".md", limit=3)
+        return revisions[-1].id if revisions else "0" * 40
+    return value
+
+
+# --- strategies from the published schemas ------------------------------------------------------
+
+ODD_TEXT = st.sampled_from(ODD_STRINGS)
+ANY_TEXT = st.text(max_size=40)
+SLUGS = st.sampled_from(PAGES + ["notes/new-page", "team/new", "notes", "nowhere/x", "notes/index"])
+
+
+def _string(name: str, schema: dict[str, Any], hostile: bool) -> st.SearchStrategy[Any]:
+    choices = [ODD_TEXT, ANY_TEXT] if hostile else []
+    if "enum" in schema:
+        choices.append(st.sampled_from(schema["enum"]))
+    if name in ("slug", "new_slug", "id"):
+        choices.append(SLUGS)
+    elif name == "basehash":
+        choices.append(st.sampled_from([f"$hash:{p}" for p in PAGES]))
+    elif name == "revision":
+        choices.append(st.sampled_from([f"$rev:{p}" for p in PAGES]))
+    elif name in ("namespace", "name"):
+        choices.append(st.sampled_from(["notes", "team", "new-ns", "_x", "nowhere"]))
+    elif name == "filename":
+        choices.append(st.sampled_from([ATTACHMENT[1], "report.pdf", "a.png", "CON.txt", "../x.txt", "a" * 101]))
+    elif name == "query":
+        choices.append(st.sampled_from(["budget", "notes", "tag:t", '"see notes"', "a OR b", "NOT text", "te*"]))
+    elif name in ("oldText", "section"):
+        choices.append(st.sampled_from(["text", "Part", "See", "# ", "\n"]))
+    elif not choices:
+        choices.append(ANY_TEXT)
+    return st.one_of(*choices)
+
+
+def _integer(schema: dict[str, Any]) -> st.SearchStrategy[int]:
+    low, high = schema.get("minimum", -(2**53)), schema.get("maximum", 2**53)
+    edges = [low, high, low - 1, high + 1, 0, 1, 100]
+    return st.one_of(st.integers(min_value=low, max_value=min(high, low + 1000)), st.sampled_from(edges))
+
+
+def _from_schema(name: str, schema: dict[str, Any], defs: dict[str, Any], hostile: bool) -> st.SearchStrategy[Any]:
+    """A value valid for ``schema`` as far as the schema says (names and bounds of the service
+    may still refuse it)."""
+    if "$ref" in schema:
+        return _from_schema(name, defs[schema["$ref"].rsplit("/", 1)[1]], defs, hostile)
+    if "anyOf" in schema:
+        return st.one_of(*[_from_schema(name, s, defs, hostile) for s in schema["anyOf"]])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    kind = schema.get("type")
+    if kind == "string":
+        return _string(name, schema, hostile)
+    if kind == "integer":
+        return _integer(schema)
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "null":
+        return st.none()
+    if kind == "array":
+        items = _from_schema(name, schema.get("items", {}), defs, hostile)
+        return st.lists(items, max_size=min(schema.get("maxItems", 4), 4))
+    if kind == "object":
+        props = schema.get("properties", {})
+        return st.fixed_dictionaries({}, optional={k: _from_schema(k, s, defs, hostile) for k, s in props.items()})
+    return st.sampled_from(ODD_SCALARS)
+
+
+def _mutation(name: str) -> st.SearchStrategy[Any]:
+    """A value breaking the schema, or one the schema allows but nothing should like."""
+    return st.one_of(
+        st.sampled_from(ODD_SCALARS),
+        st.sampled_from(BIG),
+        ODD_TEXT,
+        st.integers(min_value=3, max_value=900).map(_deep),
+        st.lists(st.sampled_from(ODD_SCALARS + ODD_STRINGS[:10]), max_size=5),
+        st.dictionaries(ANY_TEXT, st.sampled_from(ODD_SCALARS), max_size=3),
+    )
+
+
+@st.composite
+def _arguments(draw: st.DrawFn, schema: dict[str, Any]) -> Any:
+    defs = schema.get("$defs", {})
+    props: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    hostile = draw(st.integers(0, 2)) == 0
+    args: dict[str, Any] = {}
+    for name, prop in props.items():
+        if name not in required and draw(st.booleans()):
+            continue
+        if hostile and draw(st.integers(0, 3)) == 0:
+            args[name] = draw(_mutation(name))
+        else:
+            args[name] = draw(_from_schema(name, prop, defs, hostile))
+    shape = draw(st.integers(0, 12)) if hostile else 99
+    if shape == 0 and props:
+        args.pop(draw(st.sampled_from(sorted(props))), None)
+    elif shape == 1:
+        args[draw(st.sampled_from(["extra", "", "\x00", "__proto__", "slug ", "Slug"]))] = draw(st.sampled_from(ODD_SCALARS))
+    elif shape == 2 and required:
+        args[draw(st.sampled_from(sorted(required)))] = None
+    elif shape == 3:
+        return draw(st.sampled_from([None, [], "args", 5, _deep(300)]))
+    return args
+
+
+def _calls(host: Host) -> st.SearchStrategy[tuple[str, str, Any]]:
+    callers = st.sampled_from(["admin", "admin", "writer", "team", "reader"])
+    per_tool = [st.tuples(st.just(name), callers, _arguments(t.input_schema)) for name, t in sorted(host.tools.items())]
+    return st.one_of(*per_tool)
+
+
+def _check_call(app: Flask, client: Any, name: str, who: str, arguments: Any) -> None:
+    host: Host = app.extensions["hostcore"]
+    tool = host.tools[name]
+    if isinstance(arguments, dict):
+        arguments = {k: _resolve(v, host) for k, v in arguments.items()}
+    before = _snapshot(host)
+    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    message = _post(client, payload, app.config["FUZZ_TOKENS"][who])
+    if "error" in message:
+        # Only a body JSON-RPC cannot take (NaN, lone surrogates, arguments that are no object)
+        # may be refused before the tool; never with an internal error.
+        assert message["error"]["code"] in (-32700, -32600, -32602), message
+        assert _snapshot(host) == before
+        return
+    result = message["result"]
+    if result.get("isError"):
+        error = json.loads(result["content"][-1]["text"])
+        assert error["code"] in STABLE_CODES, (name, who, error)
+        assert error["message"]
+        if error.get("field"):
+            top = error["field"].split(".")[0].split("[")[0]
+            sent = arguments if isinstance(arguments, dict) else {}
+            assert top in tool.input_schema.get("properties", {}) or top in sent or top == "arguments", (name, error)
+            if error["code"] != "conflict":
+                assert result["content"][0]["text"].startswith(error["field"]), (name, result["content"])
+        assert "structuredContent" not in result
+        assert _snapshot(host) == before, (name, who, error)
+        return
+    if tool.output_schema is not None:
+        jsonschema.validate(result["structuredContent"], tool.output_schema)
+
+
+def _settings(default: int) -> settings:
+    return settings(
+        max_examples=EXAMPLES or default,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    )
+
+
+def test_every_tool_answers_any_arguments_with_a_result_or_a_clean_error(fuzz_app):
+    host: Host = fuzz_app.extensions["hostcore"]
+    client = fuzz_app.test_client()
+
+    @_settings(400)
+    @given(_calls(host))
+    def run(call: tuple[str, str, Any]) -> None:
+        _check_call(fuzz_app, client, *call)
+
+    run()
+
+
+@pytest.mark.parametrize("value", ODD_SCALARS[:13] + ODD_STRINGS[:20] + BIG[:1])
+def test_every_tool_and_argument_takes_an_odd_value(fuzz_app, value):
+    """Each argument of each tool once with each odd value, the others left valid where they can be."""
+    host: Host = fuzz_app.extensions["hostcore"]
+    client = fuzz_app.test_client()
+    valid = {"slug": "notes/b", "new_slug": "notes/moved", "basehash": "$hash:notes/b", "id": "notes/b", "query": "text",
+             "name": "notes", "filename": ATTACHMENT[1], "title": "A title", "edits": [{"oldText": "text", "newText": "t"}]}  # fmt: skip
+    for name, t in sorted(host.tools.items()):
+        props = t.input_schema.get("properties", {})
+        base = {k: valid[k] for k in t.input_schema.get("required", []) if k in valid}
+        for field in props:
+            _check_call(fuzz_app, client, name, "admin", {**base, field: value})
+
+
+# --- the upload route --------------------------------------------------------------------------
+
+FILENAMES = st.one_of(ODD_TEXT, ANY_TEXT, st.sampled_from(["a.txt", "x.pdf", "", "../../x", "a\x00.txt", "é" * 300]))
+
+
+def _check_upload(client: Any, host: Host, token: str, files: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    before = _snapshot(host)
+    response = client.post(f"/_/upload/{token}", data=files, headers=headers or {}, content_type="multipart/form-data")
+    assert response.status_code in (201, 400, 403, 404, 409, 410, 413, 415, 503), (response.status_code, response.data[:2000])
+    body = response.get_json()
+    if response.status_code == 201:
+        assert body["filename"]
+        return
+    assert body["error"]["code"] in STABLE_CODES, body
+    assert _snapshot(host) == before
+
+
+def test_the_upload_route_answers_odd_requests_cleanly(fuzz_app):
+    host: Host = fuzz_app.extensions["hostcore"]
+    client = fuzz_app.test_client()
+    admin = host.wiki(SYSTEM)
+    counter = iter(range(10**9))
+
+    @_settings(80)
+    @given(
+        FILENAMES,
+        st.binary(max_size=300),
+        st.sampled_from(["file", "files", "", "FILE", "file[]"]),
+        st.sampled_from(["ticket", "stale", "odd"]),
+        st.sampled_from([None, "text/plain", "application/x-evil", "\x00", "image/png"]),
+    )
+    def run(sent_name: str, data: bytes, field: str, kind: str, content_type: str | None) -> None:
+        if kind == "ticket":
+            token = admin.upload_attachment("notes/b", f"up{next(counter)}.txt")["upload_url"].rsplit("/", 1)[1]
+        elif kind == "stale":
+            token = "hcu_" + "0" * 40
+        else:
+            token = quote(sent_name.encode("utf-8", "surrogatepass"), safe="") or "x"
+        file = (io.BytesIO(data), sent_name.encode("utf-8", "surrogatepass").decode("utf-8", "replace"), content_type)
+        _check_upload(client, host, token, {field: file})
+
+    run()
+
+
+def test_read_attachment_takes_any_window(fuzz_app):
+    client = fuzz_app.test_client()
+
+    @_settings(80)
+    @given(
+        st.sampled_from([ATTACHMENT[0], "notes/b", "notes/zz", "notes/../notes/a"]),
+        st.one_of(st.sampled_from([ATTACHMENT[1], "MINUTES.TXT", "minutes.txt/", "../minutes.txt"]), ODD_TEXT),
+        st.one_of(st.integers(-5, 200), st.sampled_from([2**53 - 1, 2**53, 10**30])),
+        st.one_of(st.integers(-5, 200), st.sampled_from([100_000, 100_001, 0])),
+        st.sampled_from(sorted(TOKENS)),
+    )
+    def run(slug: str, filename: str, offset: int, limit: int, who: str) -> None:
+        _check_call(fuzz_app, client, "read_attachment", who, {"slug": slug, "filename": filename, "offset": offset, "limit": limit})
+
+    run()
