@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 import hostcore_tokens
 from hostcore import create_app
 from hostcore.cli.commands import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
+from hostcore.domain.pages import NAMESPACE_FILE
 from hostcore.domain.principal import SYSTEM
 from hostcore.host.host import Host
 
@@ -113,6 +114,8 @@ ODD_STRINGS = [
     'tag:"',
     "\\",
     "'; DROP TABLE pages; --",
+    "(" * 500 + "a",
+    "NOT " * 240 + "a",
     "{{7*7}}",
     "<script>alert(1)</script>",
     "[[notes/a]]",
@@ -216,15 +219,23 @@ def _post(client: Any, payload: Any, token: str) -> dict[str, Any]:
     return message
 
 
-def _resolve(value: Any, host: Host) -> Any:
-    """Replace a placeholder drawn for a hash or a revision with the current value."""
-    if isinstance(value, str) and value.startswith("$hash:"):
-        data = host.storage.hash(value[6:] + ".md")
-        return data or "0" * 40
-    if isinstance(value, str) and value.startswith("$rev:"):
+def _resolve(value: Any, host: Host, args: dict[str, Any]) -> Any:
+    """Replace a placeholder drawn for a hash or a revision with the current value: ``$hash`` is
+    the current hash of the page (or namespace) the call names, ``$hash:<slug>`` another page's."""
+    if not isinstance(value, str) or not value.startswith("$"):
+        return value
+    if value == "$hash":
+        slug, name = args.get("slug"), args.get("name")
+        path = f"{slug}.md" if isinstance(slug, str) else f"{name}/{NAMESPACE_FILE}" if isinstance(name, str) else ""
+    elif value.startswith("$hash:"):
+        path = value[6:] + ".md"
+    else:
         revisions = host.storage.history(value[5:] + ".md", limit=3)
         return revisions[-1].id if revisions else "0" * 40
-    return value
+    try:
+        return host.storage.hash(path) or "0" * 40
+    except Exception:
+        return "0" * 40
 
 
 # --- strategies from the published schemas ------------------------------------------------------
@@ -241,7 +252,7 @@ def _string(name: str, schema: dict[str, Any], hostile: bool) -> st.SearchStrate
     if name in ("slug", "new_slug", "id"):
         choices.append(SLUGS)
     elif name == "basehash":
-        choices.append(st.sampled_from([f"$hash:{p}" for p in PAGES]))
+        choices += [st.just("$hash"), st.just("$hash"), st.sampled_from([f"$hash:{p}" for p in PAGES])]
     elif name == "revision":
         choices.append(st.sampled_from([f"$rev:{p}" for p in PAGES]))
     elif name in ("namespace", "name"):
@@ -283,10 +294,14 @@ def _from_schema(name: str, schema: dict[str, Any], defs: dict[str, Any], hostil
         return st.none()
     if kind == "array":
         items = _from_schema(name, schema.get("items", {}), defs, hostile)
-        return st.lists(items, max_size=min(schema.get("maxItems", 4), 4))
+        return st.lists(items, min_size=schema.get("minItems", 0), max_size=min(schema.get("maxItems", 4), 4))
     if kind == "object":
         props = schema.get("properties", {})
-        return st.fixed_dictionaries({}, optional={k: _from_schema(k, s, defs, hostile) for k, s in props.items()})
+        needed = set(schema.get("required", []))
+        strategies = {k: _from_schema(k, s, defs, hostile) for k, s in props.items()}
+        return st.fixed_dictionaries(
+            {k: v for k, v in strategies.items() if k in needed}, optional={k: v for k, v in strategies.items() if k not in needed}
+        )
     return st.sampled_from(ODD_SCALARS)
 
 
@@ -334,11 +349,19 @@ def _calls(host: Host) -> st.SearchStrategy[tuple[str, str, Any]]:
     return st.one_of(*per_tool)
 
 
+def _replenish(host: Host) -> None:
+    """Bring back the seeded pages that earlier calls deleted or moved, so later ones find them."""
+    for slug in PAGES:
+        if not host.storage.exists(f"{slug}.md"):
+            host.wiki(SYSTEM).save_page(slug, body=f"# {slug}\n\nSee [[notes/a]].\n\n## Part\n\ntext\n")
+
+
 def _check_call(app: Flask, client: Any, name: str, who: str, arguments: Any) -> None:
     host: Host = app.extensions["hostcore"]
     tool = host.tools[name]
+    _replenish(host)
     if isinstance(arguments, dict):
-        arguments = {k: _resolve(v, host) for k, v in arguments.items()}
+        arguments = {k: _resolve(v, host, arguments) for k, v in arguments.items()}
     before = _snapshot(host)
     payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     message = _post(client, payload, app.config["FUZZ_TOKENS"][who])
