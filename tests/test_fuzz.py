@@ -13,8 +13,8 @@ POSTed to ``/_/mcp`` with a real bearer token of one of several scopes and names
 - a tool error has a stable code other than ``internal_error`` and, when it names a field, the
   field is an argument of the tool or one the call sent;
 - a success's ``structuredContent`` matches the tool's output schema;
-- a failed call changed nothing: storage version and file hashes, git commit count and the search
-  index's document hashes are the same after it as before.
+- a failed call changed nothing: the storage version (the git head commit), every stored file's
+  hash and the search index's document hashes are the same after it as before.
 
 The upload route (``POST /_/upload/<token>``) gets odd filenames, odd multipart bodies and odd
 tokens the same way, and must answer with a JSON error or a 201, never a 500.
@@ -30,8 +30,6 @@ import io
 import json
 import math
 import os
-import subprocess
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -185,18 +183,10 @@ def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Flask:
 
 
 def _snapshot(host: Host) -> tuple[Any, ...]:
-    """What a failed call must leave as it was: storage version and file hashes, the git commit
-    count and the search index's documents."""
-    commits = subprocess.run(
-        ["git", "--git-dir", str(_git_dir(host)), "rev-list", "--count", "--all"], capture_output=True, text=True
-    ).stdout.strip()
+    """What a failed call must leave as it was: the storage version (with git, the head commit, so
+    also the number of commits), every stored file's hash and the search index's documents."""
     assert host.search is not None
-    return host.storage.version(), host.storage.hashes(), commits, host.search.hashes()
-
-
-def _git_dir(host: Host) -> Path:
-    root = host.instance_path / "wiki"
-    return root / ".git" if (root / ".git").exists() else root
+    return host.storage.version(), host.storage.hashes(), host.search.hashes()
 
 
 def _post(client: Any, payload: Any, token: str) -> dict[str, Any]:
@@ -412,7 +402,7 @@ def test_every_tool_answers_any_arguments_with_a_result_or_a_clean_error(fuzz_ap
     run()
 
 
-@pytest.mark.parametrize("value", ODD_SCALARS[:13] + ODD_STRINGS[:20] + BIG[:1])
+@pytest.mark.parametrize("value", ODD_SCALARS + ODD_STRINGS + BIG)
 def test_every_tool_and_argument_takes_an_odd_value(fuzz_app, value):
     """Each argument of each tool once with each odd value, the others left valid where they can be."""
     host: Host = fuzz_app.extensions["hostcore"]
