@@ -418,6 +418,24 @@ def test_every_tool_and_argument_takes_an_odd_value(fuzz_app, value):
             _check_call(fuzz_app, client, name, "admin", {**base, field: value})
 
 
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"name": None}, {"name": "../read_page"}, {"name": "x" * (1 << 20)}, {"name": "read_page", "arguments": []},
+     {"name": "list_pages", "_meta": {"progressToken": [1]}}],
+)  # fmt: skip
+def test_odd_tool_calls_are_refused_cleanly(fuzz_app, params):
+    """A call naming no tool, an unknown one (never echoed back whole) or arguments that are no object."""
+    client = fuzz_app.test_client()
+    message = _post(
+        client, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, fuzz_app.config["FUZZ_TOKENS"]["admin"]
+    )
+    if "error" in message:
+        assert message["error"]["code"] == -32602, message
+        return
+    error = json.loads(message["result"]["content"][-1]["text"])
+    assert (error["code"], error["field"]) == ("not_found", "name") and len(error["message"]) < 300, error
+
+
 # --- the upload route --------------------------------------------------------------------------
 
 FILENAMES = st.one_of(ODD_TEXT, ANY_TEXT, st.sampled_from(["a.txt", "x.pdf", "", "../../x", "a\x00.txt", "é" * 300]))
