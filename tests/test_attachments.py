@@ -319,6 +319,15 @@ def test_routes_upload_once_and_serve_with_safe_headers(app, host, wiki, page, c
     assert gone.status_code == 404 and json.loads(gone.data)["error"]["field"] == "filename"
 
 
+def test_a_mangled_upload_url_gets_the_json_not_found(client, wiki, page):
+    """A slash in the token, a trailing one (a client joining paths) or a line break is the route's
+    own JSON answer, not an HTML page."""
+    token = token_of(wiki.upload_attachment(page, "a.txt"))
+    for path in (f"/_/upload/{token}/", f"/_/upload/notes/{token}", "/_/upload/a%2Fb", "/_/upload/", "/_/upload/a%0D%0Ab"):
+        refused = client.post(path, data={"file": (io.BytesIO(b"x"), "a.txt")}, content_type="multipart/form-data")
+        assert refused.status_code == 404 and refused.get_json()["error"]["code"] == "not_found", path
+
+
 def test_route_refuses_a_body_over_the_limit_before_using_the_ticket(instance):
     app = instance({"MAX_ATTACHMENT_BYTES": 1000})
     wiki = app.extensions["hostcore"].wiki(SYSTEM)

@@ -30,6 +30,8 @@ BAD = [
     ({"image": "index/hero.gif"}, "image", "PNG or JPEG"),
     ({"index": "a/b"}, "index", "not allowed"),
     ({"index": "_x"}, "index", "starts with '_'"),
+    ({"index": "con.md"}, "index", "device name"),
+    ({"index": "home."}, "index", "ends with '.'"),
     ({"widgets": ["pages", "pages"]}, "widgets", "twice"),
     ({"widgets": ["pages"] * 12}, "widgets", "at most 11"),
     ({"tree": [f"p{i}" for i in range(ns_settings.MAX_TREE + 1)]}, "tree", "at most 1000"),

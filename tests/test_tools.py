@@ -184,6 +184,12 @@ def test_every_argument_of_every_tool_is_strictly_typed(tmp_path):
         ("word_count", {"slug": "n/p", "limit": 2**70}, "limit: must be at most 10, got an integer"),
         ("edit_page", {"slug": "n/p", "basehash": "h", "edits": [{"oldText": 1, "newText": ""}]},
          "edits[0].oldText: expected a string, got the integer 1"),
+        ("edit_page", {"slug": "n/p", "basehash": "h", "edits": [{"oldText": "", "newText": ""}]},
+         "edits[0].oldText: must be at least 1 characters long, got 0"),
+        ("edit_page", {"slug": "n/p", "basehash": "h", "edits": []}, "edits: must have at least 1 items, got 0"),
+        ("save_page", {"slug": "n/p", "tags": ["t"] * 33}, "tags: must have at most 32 items, got 33"),
+        ("rename_page", {"slug": "n/p", "basehash": "h", "title": "t" * 257}, "title: must be at most 256 characters long, got 257"),
+        ("save_namespace", {"name": "n", "index": ".."}, 'index: must match the pattern ^[A-Za-z0-9][A-Za-z0-9._-]*$, got the string ".."'),
     ],
 )  # fmt: skip
 def test_huge_and_nested_values_are_refused_at_parsing(tmp_path, tool_name, arguments, message):

@@ -38,8 +38,9 @@ Arguments are checked strictly against the schema, never converted: `"5"` is not
 `1` or `"true"` is not a boolean (`offset: expected an integer, got the string "5"`). An integer
 with no other upper bound is at most 9007199254740991 (2^53 - 1, what JSON carries exactly).
 
-A new page, folder or namespace (save_page, move_page, rename_page, restore_page, save_namespace)
-must be a name every clone of the wiki can hold: not a Windows device name (`CON`, `PRN`, `AUX`,
+A new page, folder or namespace (save_page, move_page, rename_page, restore_page, save_namespace),
+and a namespace's index page name, must be a name every clone of the wiki can hold: not a Windows
+device name (`CON`, `PRN`, `AUX`,
 `NUL`, `COM0`-`COM9`, `LPT0`-`LPT9`, with any extension, in any case), not ending with a dot, and
 not differing only by case from an existing one (`slug: notes/Foo differs only by case from the
 existing notes/foo; use that page or pick another name`).

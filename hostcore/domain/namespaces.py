@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from hostcore.domain.pages import MAX_SLUG, MAX_TITLE, NAMESPACE_FILE, check_segment, check_slug
+from hostcore.domain.pages import MAX_SLUG, MAX_TITLE, NAMESPACE_FILE, check_portable, check_segment, check_slug
 from hostcore.errors import TooLarge, Unavailable, ValidationError
 
 # libyaml when the wheel has it: twenty times faster than the pure-Python parser.
@@ -220,6 +220,7 @@ def _image(value: Any, key: str, namespace: str) -> None:
 def _index(value: Any, key: str, namespace: str) -> None:
     _text(value, key, MAX_SLUG)
     check_segment(value, key, "index page name")
+    check_portable(value, key)  # else the index could never be created as a page
     _path(value, key, namespace)
 
 

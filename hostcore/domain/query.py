@@ -26,6 +26,7 @@ from hostcore.errors import ValidationError
 
 MAX_QUERY_CHARS = 1000
 MAX_CLAUSES = 64
+MAX_NESTING = 32  # groups and NOTs inside one another; deeper would exhaust the parser's stack
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class _Parser:
     def __init__(self, tokens: list[str | QueryNode]) -> None:
         self.tokens = tokens
         self.pos = 0
+        self.depth = 0
 
     def peek(self) -> str | QueryNode | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -173,6 +175,15 @@ class _Parser:
         return nodes[0] if len(nodes) == 1 else And(tuple(nodes))
 
     def unary(self) -> QueryNode | None:
+        if self.depth >= MAX_NESTING:
+            raise _invalid(f"nests parentheses and NOTs more than {MAX_NESTING} deep; remove some.")
+        self.depth += 1
+        try:
+            return self._unary()
+        finally:
+            self.depth -= 1
+
+    def _unary(self) -> QueryNode | None:
         token = self.take()
         if token == _NOT:
             if self.peek() in (None, _OR, _CLOSE):

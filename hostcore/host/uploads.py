@@ -44,6 +44,10 @@ class TicketRefused(HostcoreError):
         self.status = status
 
 
+def unknown_ticket() -> TicketRefused:
+    return TicketRefused("this upload URL is not valid; call upload_attachment for a new one", 404)
+
+
 @dataclass(frozen=True)
 class Ticket:
     slug: str
@@ -94,7 +98,7 @@ class UploadTickets:
             "SELECT slug, filename, principal, expires, used FROM tickets WHERE digest = ?", (_digest(token),)
         ).fetchone()
         if row is None:
-            raise TicketRefused("this upload URL is not valid; call upload_attachment for a new one", 404)
+            raise unknown_ticket()
         slug, filename, principal, expires, used = row
         if used is not None:
             raise TicketRefused(

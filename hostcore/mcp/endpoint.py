@@ -184,7 +184,8 @@ class McpEndpoint:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         t = self.host.tools.get(params.name)
         if t is None:
-            return error_result(NotFound(f"no tool named {params.name!r}; tools/list shows the tools", field="name"))
+            shown = params.name if len(params.name) <= 100 else params.name[:100] + "..."  # never echo a megabyte back
+            return error_result(NotFound(f"no tool named {shown!r}; tools/list shows the tools", field="name"))
         try:
             principal = self._principal(ctx)
             principal.require(t.scope)  # before parsing: a caller without the scope learns nothing more

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 from hostcore.domain.attachments import UPLOAD_PATH, URL_PREFIX, serving_headers, split_attachment_url
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
-from hostcore.host.uploads import TicketRefused
+from hostcore.host.uploads import TicketRefused, unknown_ticket
 from hostcore.mcp.transport import authenticate, check_origin, host_of
 from hostcore.service.attachments import UPLOAD_FIELD, too_large
 
@@ -67,6 +67,15 @@ def upload(token: str) -> Any:
     response = jsonify(result)
     response.status_code = 201
     return response
+
+
+@bp.app_errorhandler(404)
+def upload_url_not_found(exc: NotFound) -> Any:
+    """A mangled upload URL (a slash or a control character in the token, a trailing slash) gets
+    the route's own JSON answer rather than an HTML page; any other 404 stays as it was."""
+    if request.method == "POST" and request.path.startswith(UPLOAD_PATH):
+        return _error(unknown_ticket())
+    return exc
 
 
 @bp.route(URL_PREFIX + "<path:rest>", methods=["GET", "HEAD"])

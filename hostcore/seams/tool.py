@@ -51,6 +51,14 @@ _EXPECTED = {
     "typed_dict_type": "an object",
     "none_required": "null",
 }
+# Length and pattern errors, in the words of JSON: the context key holding the limit, the message.
+_LENGTHS = {
+    "string_too_short": ("min_length", "must be at least {} characters long"),
+    "string_too_long": ("max_length", "must be at most {} characters long"),
+    "too_short": ("min_length", "must have at least {} items"),
+    "too_long": ("max_length", "must have at most {} items"),
+    "string_pattern_mismatch": ("pattern", "must match the pattern {}"),
+}
 _BOUNDS = {
     "less_than_equal": ("le", "at most"),
     "greater_than_equal": ("ge", "at least"),
@@ -98,6 +106,11 @@ class Tool(Injected):
                 msg = f"expected {_EXPECTED[err['type']]}, got {_describe(err['input'])}"
             elif err["type"] == "literal_error":
                 msg = f"expected one of {err['ctx']['expected']}, got {_describe(err['input'])}"
+            elif err["type"] in _LENGTHS:
+                key, words = _LENGTHS[err["type"]]
+                value = err["input"]
+                got = _describe(value) if err["type"] == "string_pattern_mismatch" else str(len(value))
+                msg = f"{words.format(err['ctx'][key])}, got {got}"
             elif err["type"] in _BOUNDS:
                 key, words = _BOUNDS[err["type"]]
                 msg = f"must be {words} {err['ctx'][key]}, got {_describe(err['input'])}"

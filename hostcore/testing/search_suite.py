@@ -255,8 +255,9 @@ class SearchConformance:
 
     @pytest.mark.parametrize(
         "query",
-        ["", "   ", "-word", "NOT word", "word OR", "OR word", "a OR OR b", "word NOT", "(-a -b)", "word OR -other"],
-    )
+        ["", "   ", "-word", "NOT word", "word OR", "OR word", "a OR OR b", "word NOT", "(-a -b)", "word OR -other",
+         "(" * 400 + "word", "word " + "NOT " * 40 + "other"],
+    )  # fmt: skip
     def test_syntax_errors(self, backend: SearchBackend, query: str) -> None:
         backend.update([search_doc("n/a", body="word other")])
         with pytest.raises(ValidationError) as err:
