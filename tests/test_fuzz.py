@@ -168,7 +168,11 @@ def _deep(depth: int) -> Any:
 def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Flask:
     """The embedded default instance (git, sqlite search, tokens, docs) with a few pages, an
     attachment and one token per scope."""
-    config = {"PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH}
+    config = {
+        "PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH,
+        # thousands of calls by four tokens: the limits are tested in test_rate_limits.py
+        "RATE_LIMITS": {"requests": "off", "writes": "off"},
+    }  # fmt: skip
     app = create_app(config, instance_path=tmp_path_factory.mktemp("fuzz") / "instance")
     host: Host = app.extensions["hostcore"]
     admin = host.wiki(SYSTEM)
