@@ -487,9 +487,10 @@ class Service(Engine):
         )
 
     def build(self, docs: list[Doc]) -> None:
-        from hostcore import Change, Put, indexer
+        from hostcore import Change, Put
         from hostcore.app import build_host
         from hostcore.domain.pages import Page
+        from hostcore.indexes import indexer
 
         self._write_config()
         start = time.perf_counter()
