@@ -232,7 +232,8 @@ def register_routes(app: Flask, host: Any) -> None:
     )  # fmt: skip
 
     def page(target: str, name: str, error: str | None, who: Principal | None = None) -> str:
-        return render_template("accounts/login.html", next=target, name=name, error=error, who=who, sign_in_options=[])
+        options = [option for found in host.pm.hook.sign_in_options(host=host) for option in found or ()]
+        return render_template("accounts/login.html", next=target, name=name, error=error, who=who, sign_in_options=options)
 
     @pages.route(LOGIN_PATH, methods=["GET", "POST"])
     def login() -> Any:

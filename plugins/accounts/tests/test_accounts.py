@@ -198,3 +198,16 @@ def test_user_commands(tmp_path):
     assert store.verify("carol", "a new long password") is not None and store.verify("carol", "a long password") is None
     assert store.verify("admin", admin_password) is not None and "admin" in store.get("admin")["scopes"]
     host.close()
+
+
+class Elsewhere:
+    @hookimpl
+    def sign_in_options(self, host):
+        return [("Example ID", "/_/elsewhere/login")]
+
+
+def test_hook_sign_in_options(tmp_path):
+    app = create_app(CONFIG, instance_path=tmp_path / "instance", plugins=[Elsewhere()])
+    page = app.test_client().get("/_/login", query_string={"next": "/notes/a"}).text
+    assert '<a class="button secondary" href="/_/elsewhere/login?next=%2Fnotes%2Fa">Sign in with Example ID</a>' in page
+    app.extensions["hostcore"].close()
