@@ -211,3 +211,30 @@ def test_hook_sign_in_options(tmp_path):
     page = app.test_client().get("/_/login", query_string={"next": "/notes/a"}).text
     assert '<a class="button secondary" href="/_/elsewhere/login?next=%2Fnotes%2Fa">Sign in with Example ID</a>' in page
     app.extensions["hostcore"].close()
+
+
+def test_behind_trusted_proxies_the_forwarded_address_is_throttled(tmp_path):
+    """TRUSTED_PROXIES = 1: X-Forwarded-For names the client (each one throttled on its own);
+    without it the header is ignored, so a client cannot dodge throttling by sending one."""
+    import time
+
+    for proxies, blocked, free in ((1, "198.51.100.1", "198.51.100.2"), (0, "127.0.0.1", None)):
+        app = create_app(dict(CONFIG, TRUSTED_PROXIES=proxies), instance_path=tmp_path / f"i{proxies}", plugins=[WhoAmI()])
+        host = app.extensions["hostcore"]
+        accounts(host).create("alice", PASSWORD, ["write"])
+        host.shared.put(FAILURES, f"addr:{blocked}", {"count": 30, "until": time.time() + 600})
+
+        def attempt(forwarded, password=PASSWORD, app=app):
+            client = app.test_client()
+            token = csrf(client)
+            return client.post("/_/login", data={"csrf_token": token, "name": "alice", "password": password},
+                               headers={"X-Forwarded-For": forwarded})  # fmt: skip
+
+        assert attempt(blocked).status_code == 429
+        if free:
+            assert attempt(free).status_code == 303
+            assert attempt("203.0.113.9", "wrong password").status_code == 401
+            assert host.shared.get(FAILURES, "addr:203.0.113.9")["count"] == 1
+        else:
+            assert attempt("198.51.100.2").status_code == 429  # the header is not believed
+        host.close()
