@@ -55,7 +55,7 @@ def test_sign_in_and_out(app):
     response = login(client, "alice", PASSWORD, next="/notes/index?x=1")
     assert response.status_code == 303 and response.headers["Location"] == "/notes/index?x=1"
     assert whoami(client) == "person:alice"
-    assert app.extensions["hostcore"].shared.get("accounts", "alice")["last_sign_in"] is not None
+    assert accounts(app.extensions["hostcore"]).last_sign_in("alice") is not None
     assert client.post("/_/logout", data={}).status_code == 403  # no CSRF token: still signed in
     assert whoami(client) == "person:alice"
     out = client.post("/_/logout", data={"csrf_token": csrf(client)})
@@ -186,7 +186,7 @@ def test_user_commands(tmp_path):
 
     listed = user("list").stdout.splitlines()
     assert [line.split("\t")[0] for line in listed] == ["admin", "carol", "dave"]
-    assert listed[1].split("\t")[1:4] == ["read", "team", "active"] and listed[2].split("\t")[1] == "write"
+    assert listed[1].split("\t")[1:5] == ["read", "team", "active", "last sign-in never"] and listed[2].split("\t")[1] == "write"
     assert user("disable", "carol").returncode == 0 and "\tdisabled\t" in user("list").stdout.splitlines()[1]
     assert user("enable", "carol").returncode == 0 and "\tactive\t" in user("list").stdout.splitlines()[1]
     assert "no account named 'nobody'" in user("disable", "nobody").stderr

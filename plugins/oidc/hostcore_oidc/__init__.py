@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -176,7 +175,8 @@ def account_for(host: Any, pid: str, settings: dict[str, Any], claims: dict[str,
     record = store.get(link["name"])
     if record is None or record.get("disabled"):
         raise Forbidden(f"the account of {who} is disabled; ask the wiki's operator")
-    return store.update(record["name"], last_sign_in=time.time())
+    store.signed_in(record["name"])
+    return record
 
 
 @hookimpl
