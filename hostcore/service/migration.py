@@ -302,7 +302,7 @@ def read_export(folder: Path, progress: Progress | None = None) -> Export:
 
 def _damaged(folder: Path, what: str) -> ValidationError:
     return ValidationError(
-        f"the export {folder} is damaged: {what}; export the wiki again (nothing was imported)", field="export"
+        f"{folder} is damaged: {what}; export the wiki again (nothing was imported)", field="export"
     )
 
 
