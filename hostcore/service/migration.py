@@ -39,11 +39,12 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
 
 from hostcore.domain.hashes import blob_hash
 from hostcore.errors import Conflict, NotFound, Unavailable, ValidationError
@@ -56,10 +57,13 @@ FILES = "files.jsonl"
 HISTORY = "history.jsonl"
 BLOBS = "blobs"
 HISTORY_PAGE = 500  # revisions asked of the source's history at a time
+READERS = 16  # reads of an export at a time
+READ_CHUNK = 256  # revisions or files read ahead at a time, so an export holds few in memory
 BATCH_BYTES = 64 * 1024 * 1024  # the final change is split into batches of at most this many bytes...
 BATCH_FILES = 2000  # ...and files, so an import never holds a whole large wiki in memory
 IMPORT_AUTHOR = "hostcore import"
 _HASH = re.compile(r"[0-9a-f]{40}")
+T = TypeVar("T")
 
 
 class Progress(Protocol):
@@ -149,16 +153,14 @@ def export_wiki(storage: Storage, folder: Path, progress: Progress | None = None
     progress.phase("exporting files", len(paths))
     files = 0
     with open(folder / FILES, "w", encoding="utf-8") as out:
-        for path in paths:
-            try:
-                data, digest = storage.read_with_hash(path)
-            except NotFound:  # deleted since it was listed
-                progress.advance()
+        for path, read in _read_each(storage.read_with_hash, paths, missing_ok=True):
+            progress.advance()
+            if read is None:  # deleted since it was listed
                 continue
+            data, digest = read
             blobs.write(digest, data)
             out.write(json.dumps({"path": path, "hash": digest}, ensure_ascii=False) + "\n")
             files += 1
-            progress.advance()
     kept = "kept" if history is not None else f"none: the {storage.name or type(storage).__name__} storage keeps no history"
     manifest = {
         "format": FORMAT,
@@ -208,24 +210,46 @@ def _export_history(storage: Storage, folder: Path, blobs: _BlobWriter, progress
     ids = _revision_ids(storage)
     progress.phase("exporting history", len(ids))
     with open(folder / HISTORY, "w", encoding="utf-8") as out:
-        for revision in ids:
-            try:
-                change, changes = storage.changes_in(revision)
-            except Unavailable:
-                if revision == ids[0]:  # a backend with history that cannot replay it
-                    return None
-                raise
-            for digest in changes.values():
-                if digest is not None and digest not in blobs.written:
-                    blobs.write(digest, storage.read_blob(digest))
-            time = change.time or datetime.now(UTC)
-            line = {
-                "id": revision, "author": change.author, "email": change.email, "time": time.isoformat(),
-                "message": change.message, "moves": [list(move) for move in change.moves], "changes": changes,
-            }  # fmt: skip
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            progress.advance()
+        for start in range(0, len(ids), READ_CHUNK):
+            batch = []
+            for revision in ids[start : start + READ_CHUNK]:
+                try:
+                    batch.append((revision, *storage.changes_in(revision)))
+                except Unavailable:
+                    if revision == ids[0]:  # a backend with history that cannot replay it
+                        return None
+                    raise
+            wanted = {digest for _, _, changes in batch for digest in changes.values() if digest is not None}
+            for digest, data in _read_each(storage.read_blob, sorted(wanted - blobs.written)):
+                blobs.write(digest, data)
+            for revision, change, changes in batch:
+                time = change.time or datetime.now(UTC)
+                line = {
+                    "id": revision, "author": change.author, "email": change.email, "time": time.isoformat(),
+                    "message": change.message, "moves": [list(move) for move in change.moves], "changes": changes,
+                }  # fmt: skip
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            progress.advance(len(batch))
     return len(ids)
+
+
+def _read_each(read: Callable[[str], T], keys: Sequence[str], *, missing_ok: bool = False) -> Iterator[tuple[str, T]]:
+    """(key, ``read(key)``) for each key in order, READERS reads at a time (an object store
+    answers each in tens of milliseconds; the storage seam is thread-safe). With ``missing_ok``,
+    a key that is gone (NotFound) reads as None."""
+
+    def one(key: str) -> Any:
+        try:
+            return read(key)
+        except NotFound:
+            if missing_ok:
+                return None
+            raise
+
+    with ThreadPoolExecutor(READERS, thread_name_prefix="hostcore-export") as pool:
+        for start in range(0, len(keys), READ_CHUNK):
+            chunk = keys[start : start + READ_CHUNK]
+            yield from zip(chunk, pool.map(one, chunk), strict=True)
 
 
 def _revision_ids(storage: Storage) -> list[str]:

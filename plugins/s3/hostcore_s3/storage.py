@@ -668,7 +668,7 @@ class S3Storage(Storage):
     def changes_in(self, revision: str) -> tuple[Change, dict[str, str | None]]:
         """The log entry of change ``revision``: its Change and every path with its new hash.
         Raises NotFound for an unknown revision."""
-        if revision not in self._log_ids():
+        if revision not in self._id_set and revision not in self._log_ids():
             raise NotFound(f"revision {revision!r} does not exist", field="revision")
         entry = self._entry(revision)
         moves = tuple((old, new) for old, new in entry.get("moves", ()))
