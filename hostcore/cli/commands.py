@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import click
 
 from hostcore.app import build_host, create_app, inspect_instance, instance_folder
+from hostcore.cli.migration import export_command, import_command
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
 from hostcore.host.config import CONFIG_FILE, load_config
@@ -328,6 +329,11 @@ def reindex(obj: CliContext) -> None:
     host.links.rebuild.done()
     host.close()
     click.echo(f"indexed {indexed} pages")
+
+
+for _command in (export_command, import_command):
+    _add_instance_option(_command)
+    main.add_command(_command)
 
 
 def run() -> None:

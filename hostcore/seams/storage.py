@@ -64,12 +64,15 @@ class Change:
 
     ``moves``: (old path, new path) of each file the change moves, so that a backend with history
     can follow the file back across the move (:meth:`Storage.history`, :meth:`Storage.read_at`).
+    ``time``: when the change was made, for an import replaying recorded history (a backend with
+    history records it as the change's time); None, as every live change has it, means now.
     """
 
     author: str
     message: str
     email: str = ""
     moves: tuple[tuple[str, str], ...] = ()
+    time: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -238,4 +241,17 @@ class Storage(ABC):
     def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
         """Every file path under the folder ``prefix`` as of ``revision``, sorted. Raises NotFound
         for an unknown revision (restoring a page brings back its attachments from there)."""
+        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+
+    # --- replaying history: what ``hostcore export`` reads from a backend with history ---------
+
+    def changes_in(self, revision: str) -> tuple[Change, dict[str, str | None]]:
+        """What ``revision`` did, exactly: the Change that made it (author, email, message without
+        the moves, moves, time) and path -> the blob id it left there (None: deleted) for every
+        file it changed, at the paths they had then. Raises NotFound for an unknown revision."""
+        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+
+    def read_blob(self, digest: str) -> bytes:
+        """The bytes of any version ever stored whose blob id is ``digest`` (those
+        :meth:`changes_in` names). Raises NotFound."""
         raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")

@@ -6,6 +6,7 @@
 - :func:`small_disk`, :func:`fill_disk`: a real full disk (a tmpfs; needs root).
 - ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port.
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
+- ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
 """
 
 from hostcore.testing.disks import fill_disk, small_disk

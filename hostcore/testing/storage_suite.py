@@ -18,6 +18,7 @@ the backend from the same folder.
 from __future__ import annotations
 
 import multiprocessing
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,36 @@ class StorageConformance:
         assert storage.list_at("notes/none.files", revision) == []
         with pytest.raises(NotFound):
             storage.list_at("notes/p.files", "0" * 40)
+
+    def test_changes_in_a_revision(self, storage: Storage) -> None:
+        """Backends with history say exactly what a revision did (``hostcore export`` replays it
+        elsewhere), keep the time a replayed change carries, and read any version by its hash."""
+        when = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
+        first_ops = [Put("notes/a.md", b"a", expect=None), Put("notes/b.md", b"b", expect=None)]
+        storage.apply(first_ops, Change("ann", "first", "ann@example.org", time=when))
+        if not storage.has_history:
+            with pytest.raises(Unavailable):
+                storage.changes_in("anything")
+            with pytest.raises(Unavailable):
+                storage.read_blob(blob_hash(b"a"))
+            return
+        first = storage.history(limit=1)[0]
+        assert (first.author, first.message, first.time) == ("ann", "first", when)
+        moved: list[Operation] = [Put("team/a.md", b"a", expect=None), Delete("notes/a.md"), Put("notes/b.md", b"b2")]
+        storage.apply(moved, Change("bob", "move", moves=(("notes/a.md", "team/a.md"),)))
+        change, files = storage.changes_in(storage.history(limit=1)[0].id)
+        assert files == {"team/a.md": blob_hash(b"a"), "notes/a.md": None, "notes/b.md": blob_hash(b"b2")}
+        assert (change.author, change.message, change.moves) == ("bob", "move", (("notes/a.md", "team/a.md"),))
+        assert change.time is not None and change.time > when
+        change, files = storage.changes_in(first.id)
+        assert (change.author, change.email, change.message, change.time, change.moves) == ("ann", "ann@example.org", "first", when, ())
+        assert files == {"notes/a.md": blob_hash(b"a"), "notes/b.md": blob_hash(b"b")}
+        assert storage.read_blob(blob_hash(b"b")) == b"b"  # a version no file holds now
+        for unknown in ("0" * 40, "notes/b.md"):
+            with pytest.raises(NotFound):
+                storage.read_blob(unknown)
+        with pytest.raises(NotFound):
+            storage.changes_in("0" * 40)
 
     @pytest.mark.parametrize("path", ["../x.md", "/abs.md", "a//b.md", "a/./b.md", "a\\b.md", ""])
     def test_rejects_unsafe_paths(self, storage: Storage, path: str) -> None:

@@ -260,7 +260,7 @@ def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str])
     ).lastrowid
     db.executemany("INSERT INTO changes (path, seq) VALUES (?, ?)", [(path, seq) for path in paths])
     if not moves:
-        moves = _unchanged_moves(commit, paths)
+        moves = unchanged_moves(commit, paths)
     changed_here = set(paths)
     db.executemany(
         "INSERT OR REPLACE INTO moves (new, seq, old) VALUES (?, ?, ?)",
@@ -268,7 +268,7 @@ def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str])
     )
 
 
-def _unchanged_moves(commit: pygit2.Commit, paths: Sequence[str]) -> list[tuple[str, str]]:
+def unchanged_moves(commit: pygit2.Commit, paths: Sequence[str]) -> list[tuple[str, str]]:
     """(old, new) of each file ``commit`` moved without changing it: the one path its blob left
     and the one path it arrived at."""
     if not commit.parents:

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -53,7 +53,7 @@ from hostcore import (
     out_of_space,
 )
 
-from .history import HistoryIndex, with_moves
+from .history import HistoryIndex, changed_paths, split_moves, unchanged_moves, with_moves
 from .remote import Pusher
 from .trees import blob_id, build, changed, check_writable, entry_at, walk
 
@@ -67,6 +67,7 @@ _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
 _UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
+_BLOB_ID = re.compile(r"[0-9a-f]{40}")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree: the version of an unborn branch
 
 
@@ -329,10 +330,7 @@ class GitStorage(Storage):
         Raises NotFound when the revision does not exist or holds no file at ``path``.
         """
         check_path(path)
-        try:
-            commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
-        except (KeyError, ValueError, pygit2.GitError):
-            raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
+        commit = self._commit_at(revision)
         try:
             self._sync_history()
             path = self._history.path_at(path, str(commit.id))
@@ -346,11 +344,36 @@ class GitStorage(Storage):
     def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
         """Every file under the folder ``prefix`` in commit ``revision``. Raises NotFound."""
         check_path(prefix)
+        return [path for path, _ in walk(self._commit_at(revision).tree, prefix)]
+
+    def _commit_at(self, revision: str) -> pygit2.Commit:
+        """The commit ``revision`` names (an id or any git revision expression). Raises NotFound."""
         try:
-            commit = self._repo().revparse_single(revision).peel(pygit2.Commit)
+            return self._repo().revparse_single(revision).peel(pygit2.Commit)
         except (KeyError, ValueError, pygit2.GitError):
             raise NotFound(f"revision {revision!r} does not exist", field="revision") from None
-        return [path for path, _ in walk(commit.tree, prefix)]
+
+    def changes_in(self, revision: str) -> tuple[Change, dict[str, str | None]]:
+        """The commit's author (name, email, time in its own offset), its message and moves (from
+        its ``Hostcore-Moved`` trailer, else the files it moved unchanged), and every file it
+        changed against its first parent. Raises NotFound."""
+        commit = self._commit_at(revision)
+        message, moves = split_moves(commit.message)
+        paths = changed_paths(commit)
+        author = commit.author
+        when = datetime.fromtimestamp(author.time, timezone(timedelta(minutes=author.offset)))
+        change = Change(author.name, message, author.email, tuple(moves or unchanged_moves(commit, paths)), when)
+        return change, {path: str(oid) if (oid := blob_id(commit.tree, path)) is not None else None for path in paths}
+
+    def read_blob(self, digest: str) -> bytes:
+        """The blob ``digest`` of the repository. Raises NotFound."""
+        try:
+            blob = self._repo().get(digest) if _BLOB_ID.fullmatch(digest) else None
+        except (ValueError, pygit2.GitError):
+            blob = None
+        if not isinstance(blob, pygit2.Blob):
+            raise NotFound(f"no stored version has the hash {digest!r}", field="hash")
+        return blob.data
 
     def last_revision_with(self, path: str) -> Revision | None:
         """The newest revision whose tree holds ``path``, or None if none ever did.
@@ -436,10 +459,15 @@ def _changes(tree: pygit2.Tree | None, ops: Sequence[Operation], wanted: Mapping
 
 
 def _signature(change: Change) -> pygit2.Signature:
-    """The commit author for ``change``: its email, or ``<name>@hostcore`` when it has none."""
+    """The commit author for ``change``: its email, or ``<name>@hostcore`` when it has none; its
+    time when it has one (an import replaying history), else now."""
     name = _UNSAFE_IN_SIGNATURE.sub("", change.author).strip() or "hostcore"
     email = _UNSAFE_IN_SIGNATURE.sub("", change.email).strip()
     if not email:
         local_part = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-.") or "user"
         email = f"{local_part}@hostcore"
-    return pygit2.Signature(name, email)
+    if change.time is None:
+        return pygit2.Signature(name, email)
+    offset = change.time.utcoffset()
+    minutes = int(offset.total_seconds() // 60) if offset is not None else 0
+    return pygit2.Signature(name, email, int(change.time.timestamp()), minutes)

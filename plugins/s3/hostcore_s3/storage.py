@@ -52,6 +52,7 @@ import builtins
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import threading
@@ -91,6 +92,7 @@ REPAIR_LOOK_EVERY = 1.0  # seconds between a reader's looks for unfinished chang
 # Listing the log stops at entries this much older than the newest one known: later listings find
 # entries written meanwhile with a clock up to this far behind (another host's).
 LOG_MARGIN = 300.0
+_BLOB_ID = re.compile(r"[0-9a-f]{40}")
 _PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 _REFUSED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "NoSuchBucket"}
@@ -350,9 +352,10 @@ class S3Storage(Storage):
             "author": change.author,
             "email": change.email,
             "message": change.message,
-            "time": time.time(),
+            "time": change.time.timestamp() if change.time else time.time(),
             "moves": [list(move) for move in change.moves],
             "ops": steps,
+            **({"replayed": True} if change.time else {}),  # an import's: keeps the time it was made at
         }
         record = self._internal("pending", entry["id"])
         self._put_json(record, {**entry, "state": "pending", "writer": self._writer})
@@ -450,7 +453,7 @@ class S3Storage(Storage):
     def _finish(self, entry: dict[str, Any], record: str) -> None:
         """Log the change under a new id (so the log lists changes in the order they landed,
         a repaired one too), then delete its record."""
-        entry = {**entry, "id": _new_id(), "time": time.time()}
+        entry = {**entry, "id": _new_id(), "time": entry["time"] if entry.get("replayed") else time.time()}
         self._put_json(self._internal("log", entry["id"]), entry)
         self._entries[entry["id"]] = entry
         self._call("put_object", Key=self._key(f"{INTERNAL}/head"), Body=entry["id"].encode())
@@ -661,6 +664,25 @@ class S3Storage(Storage):
                 if step["path"].startswith(folder):
                     present.setdefault(step["path"], step["new"] is not None)
         return sorted(path for path, there in present.items() if there)
+
+    def changes_in(self, revision: str) -> tuple[Change, dict[str, str | None]]:
+        """The log entry of change ``revision``: its Change and every path with its new hash.
+        Raises NotFound for an unknown revision."""
+        if revision not in self._id_set and revision not in self._log_ids():
+            raise NotFound(f"revision {revision!r} does not exist", field="revision")
+        entry = self._entry(revision)
+        moves = tuple((old, new) for old, new in entry.get("moves", ()))
+        change = Change(entry["author"], entry["message"], entry.get("email", ""), moves, datetime.fromtimestamp(entry["time"], UTC))
+        return change, {step["path"]: step["new"] for step in entry["ops"]}
+
+    def read_blob(self, digest: str) -> bytes:
+        """A stored version from ``.hostcore/objects/``. Raises NotFound."""
+        if not _BLOB_ID.fullmatch(digest):
+            raise NotFound(f"no stored version has the hash {digest!r}", field="hash")
+        try:
+            return self._get(self._internal("objects", digest))[0]
+        except NotFound:
+            raise NotFound(f"no stored version has the hash {digest!r}", field="hash") from None
 
     def close(self) -> None:
         if self._client is not None and self._pid == os.getpid():
