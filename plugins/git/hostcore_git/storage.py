@@ -184,27 +184,48 @@ class GitStorage(Storage):
         return str(head) if head is not None else EMPTY_TREE
 
     def changed_since(self, version: str, until: str) -> builtins.list[str] | None:
-        """The files that differ between two commits (a tree diff that skips equal subtrees, so
-        its cost follows what changed), or None when either is not a commit of this repository.
+        """The files that differ between two commits, or None when either is not a commit of this
+        repository.
 
+        From the history index when ``until`` descends from ``version`` along a line of first
+        parents it holds (every save in between, hostcore's or a linear push): one indexed query.
+        Otherwise a tree diff that skips equal subtrees, whose cost follows what changed but reads
+        every entry of each changed folder (30 ms for two folders of 6,000 pages).
         The last answer is kept per thread: the link graph and the search index usually ask the same.
         """
         last = getattr(self._local, "diff", None)
         if last is not None and last[0] == (version, until):
             return list(last[1])
-        repo = self._repo()
-        trees: builtins.list[pygit2.Tree | None] = []
-        for rev in (version, until):
-            if rev == EMPTY_TREE:
-                trees.append(None)
-                continue
-            try:
-                trees.append(repo[rev].peel(pygit2.Commit).tree)
-            except (KeyError, ValueError, TypeError, pygit2.GitError):
-                return None
-        paths = sorted(changed(trees[0], trees[1]))
+        paths = self._indexed_changes(version, until)
+        if paths is None:
+            repo = self._repo()
+            trees: builtins.list[pygit2.Oid | None] = []
+            for rev in (version, until):
+                if rev == EMPTY_TREE:
+                    trees.append(None)
+                    continue
+                try:
+                    trees.append(repo[rev].peel(pygit2.Commit).tree_id)
+                except (KeyError, ValueError, TypeError, pygit2.GitError):
+                    return None
+            paths = sorted(changed(repo, trees[0], trees[1]))
         self._local.diff = ((version, until), paths)
         return list(paths)
+
+    def _indexed_changes(self, version: str, until: str) -> builtins.list[str] | None:
+        """The paths the history index records for the commits after ``version`` up to ``until``,
+        when they form one line of first parents; else None."""
+        if version == EMPTY_TREE:
+            return None
+        try:
+            paths = self._history.changes_between(version, until)
+            if paths is None and self._history.head() != until:  # a commit of another process, not indexed yet
+                self._sync_history()
+                paths = self._history.changes_between(version, until)
+        except sqlite3.Error as exc:
+            self._history.recover(exc)
+            return None
+        return paths
 
     # --- writing ---------------------------------------------------------------------------
 

@@ -233,3 +233,36 @@ def test_version_and_changes_since_agree_with_git_diff(storage: GitStorage) -> N
     assert storage.changed_since(first, now) == expected == ["a/y.md", "b/z.md", "c/new.md"]
     assert storage.changed_since(now, now) == []
     assert storage.changed_since("0" * 40, now) is None and storage.changed_since("not a commit", now) is None
+
+
+def test_changes_since_a_line_of_commits_come_from_the_history_index(storage: GitStorage) -> None:
+    storage.apply([Put("a/x.md", b"x"), Put("b/y.md", b"y")], Change("ann", "first"))
+    first = storage.version()
+    storage.apply([Put("a/x.md", b"x2")], Change("ann", "second"))
+    push_from_outside(storage.root, {"c/z.md": b"z"})
+    storage.apply([Put("a/x.md", b"x"), Delete("b/y.md")], Change("ann", "x back, y gone"))
+    now = storage.version()
+    # one indexed query, no tree read: a path changed and changed back is listed too (its page is re-read)
+    assert storage._history.changes_between(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
+    assert storage.changed_since(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
+    assert git(storage.root, "diff", "--name-only", first, now).split() == ["b/y.md", "c/z.md"]
+
+
+def test_changes_since_across_a_merge_are_the_tree_diff(storage: GitStorage, tmp_path: Path) -> None:
+    """A pushed merge whose first parent is not the old head: the indexed commits after it do not
+    name every difference (here the merge drops hostcore's change), so the trees are compared."""
+    storage.apply([Put("a/p.md", b"base"), Put("a/q.md", b"base")], Change("ann", "base"))
+    base = storage.version()
+    storage.apply([Put("a/p.md", b"mine")], Change("ann", "mine"))
+    mine = storage.version()
+    work = tmp_path / "side"
+    subprocess.run(["git", "clone", "-q", str(storage.root), str(work)], check=True)
+    cli = ["git", "-C", str(work), "-c", "user.name=Cli", "-c", "user.email=cli@example.org"]
+    subprocess.run([*cli, "checkout", "-q", "-b", "side", base], check=True)
+    (work / "a" / "q.md").write_bytes(b"side")
+    subprocess.run([*cli, "commit", "-q", "-am", "side"], check=True)
+    subprocess.run([*cli, "merge", "-q", "-s", "ours", "-m", "merge keeping side", "origin/main"], check=True)
+    subprocess.run([*cli, "push", "-q", "origin", "side:main"], check=True)
+    now = storage.version()
+    assert storage._history.changes_between(mine, now) is None
+    assert storage.changed_since(mine, now) == git(storage.root, "diff", "--name-only", mine, now).split() == ["a/p.md", "a/q.md"]
