@@ -147,13 +147,13 @@ class HistoryIndex:
         repo: pygit2.Repository,
         head: pygit2.Oid | None,
         *,
-        parent: pygit2.Oid | None = None,
-        paths: Sequence[str] | None = None,
+        line: Sequence[tuple[pygit2.Oid, pygit2.Oid | None, Sequence[str]]] = (),
     ) -> None:
         """Bring the index up to ``head`` (None: an unborn branch, so the index empties).
 
-        ``parent`` and ``paths``: what the caller knows about ``head`` (its first parent and the
-        paths it changed), which spares a tree diff when the index stands at ``parent``.
+        ``line``: what the caller knows about the commits ending at ``head``, oldest first: each
+        one's id, first parent and the paths it changed; that spares a tree diff per commit when
+        the index stands at the first one's parent.
         """
         last = self.head()
         if last == (str(head) if head is not None else None):
@@ -162,8 +162,9 @@ class HistoryIndex:
         with self._transaction() as db:
             if head is None:
                 _clear(db)
-            elif paths is not None and last == (str(parent) if parent else None):
-                _insert(db, repo[head].peel(pygit2.Commit), paths)
+            elif line and line[-1][0] == head and last == (str(line[0][1]) if line[0][1] else None):
+                for oid, _parent, paths in line:
+                    _insert(db, repo[oid].peel(pygit2.Commit), paths)
             else:
                 if last is not None and not _is_ancestor(repo, last, head):
                     _clear(db)
