@@ -37,6 +37,7 @@ from hostcore.seams.locks import FileLock
 from hostcore.seams.resources import prompt, resource
 from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
 from hostcore.seams.settings import Setting
+from hostcore.seams.shared import SharedState
 from hostcore.seams.storage import (
     ANY,
     Change,
@@ -51,6 +52,17 @@ from hostcore.seams.storage import (
     out_of_space,
 )
 from hostcore.seams.tool import Tool, tool
+from hostcore.web.sessions import (
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    check_csrf,
+    csrf_token,
+    login_redirect,
+    person,
+    safe_next,
+    sign_in,
+    sign_out,
+)
 
 __version__ = "0.1.0"
 
@@ -64,6 +76,8 @@ def create_app(*args, **kwargs):
 
 __all__ = [
     "ANY",
+    "LOGIN_PATH",
+    "LOGOUT_PATH",
     "SCOPES",
     "SYSTEM",
     "And",
@@ -95,6 +109,7 @@ __all__ = [
     "SearchHit",
     "SearchResults",
     "Setting",
+    "SharedState",
     "StartupError",
     "Storage",
     "Tag",
@@ -106,22 +121,29 @@ __all__ = [
     "ValidationError",
     "__version__",
     "blob_hash",
+    "check_csrf",
     "check_namespace",
     "check_path",
     "check_slug",
     "connect",
     "create_app",
+    "csrf_token",
     "damaged",
     "disk_full",
     "file_id",
     "hookimpl",
+    "login_redirect",
     "out_of_space",
     "parse_query",
+    "person",
     "positive_leaves",
     "prompt",
     "recover_sqlite",
     "resource",
+    "safe_next",
     "set_aside",
+    "sign_in",
+    "sign_out",
     "tool",
     "wiki_links",
 ]

@@ -17,6 +17,7 @@ from hostcore.host.logs import configure_logging
 from hostcore.host.plugins import load_plugins
 from hostcore.mcp import files, transport
 from hostcore.service.wiki import Wiki
+from hostcore.web import sessions
 
 
 def instance_folder(path: str | os.PathLike[str] | None = None) -> Path:
@@ -87,5 +88,6 @@ def create_app(
     app.extensions["hostcore"] = host
     transport.install(app, host)
     files.install(app)
+    sessions.install(app, host)
     host.pm.hook.register_routes(app=app, host=host)
     return app

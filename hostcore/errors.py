@@ -33,6 +33,13 @@ class HostcoreError(Exception):
         return out
 
 
+HTTP_STATUS = {
+    "validation_error": 400, "unauthorized": 401, "not_found": 404, "forbidden": 403, "insufficient_scope": 403,
+    "conflict": 409, "too_large": 413, "rate_limited": 429, "unavailable": 503, "internal_error": 500,
+}  # fmt: skip
+"""The HTTP status of each error code, for adapters that answer over plain HTTP (not tools/call)."""
+
+
 class ValidationError(HostcoreError):
     code = "validation_error"
 

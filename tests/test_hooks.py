@@ -373,3 +373,54 @@ def test_wiki_needs_a_principal(host):
     with pytest.raises(TypeError, match="use hostcore.SYSTEM in a command or job"):
         host.wiki(None)
     assert host.wiki(SYSTEM).principal is SYSTEM
+
+
+class People:
+    """A sign-in plugin: knows alice (read, limited to 'team'); bob is disabled."""
+
+    @hookimpl
+    def find_person(self, name, host):
+        if name == "alice":
+            return Principal("person:alice", frozenset({"read"}), frozenset({"team"}))
+        return None
+
+    @hookimpl
+    def register_routes(self, app, host):
+        from flask import request
+
+        from hostcore import check_csrf, csrf_token, login_redirect, person, sign_in
+
+        @app.route("/_/test-sign-in/<name>", methods=["POST"])
+        def test_sign_in(name):
+            check_csrf()
+            sign_in(name)
+            return "ok"
+
+        @app.route("/_/test-form")
+        def form():
+            return f'<form method="post"><input name="csrf_token" value="{csrf_token()}"></form>'
+
+        @app.route("/_/whoami")
+        def whoami():
+            who = person()
+            if who is None:
+                return login_redirect()
+            return jsonify(name=who.name, namespaces=sorted(who.namespaces or []), path=request.path)
+
+
+def test_hook_find_person(tmp_path):
+    import re
+
+    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[People()])
+    client = app.test_client()
+    stranger = client.get("/_/whoami?x=1")
+    assert stranger.status_code == 302 and stranger.headers["Location"] == "/_/login?next=/_/whoami%3Fx%3D1"
+    token = re.search(r'value="([^"]+)"', client.get("/_/test-form").text).group(1)
+    assert client.post("/_/test-sign-in/alice", data={"csrf_token": "forged"}).status_code == 403
+    assert client.post("/_/test-sign-in/alice", data={"csrf_token": token}).text == "ok"
+    assert client.get("/_/whoami").json == {"name": "person:alice", "namespaces": ["team"], "path": "/_/whoami"}
+    # the form's token was replaced at sign-in (no fixation), and bob is not known: signed out at once
+    assert client.post("/_/test-sign-in/bob", data={"csrf_token": token}).status_code == 403
+    fresh = re.search(r'value="([^"]+)"', client.get("/_/test-form").text).group(1)
+    assert client.post("/_/test-sign-in/bob", data={"csrf_token": fresh}).text == "ok"
+    assert client.get("/_/whoami").status_code == 302

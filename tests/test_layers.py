@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("hostcore.service",),
     ("hostcore.tools",),
     ("hostcore.mcp",),
+    ("hostcore.web",),
     ("hostcore.app",),
     ("hostcore.cli",),
     ("hostcore.testing",),

@@ -19,6 +19,7 @@ from hostcore.errors import DiskFull, StartupError
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
 from hostcore.host.ratelimits import RateLimiter
+from hostcore.host.shared import RedisShared, SqliteShared
 from hostcore.host.uploads import UploadTickets
 from hostcore.indexes.extraction import TextExtraction
 from hostcore.indexes.link_graph import LinkGraph
@@ -26,6 +27,7 @@ from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.settings import Setting, settings_problems
+from hostcore.seams.shared import SharedState
 from hostcore.seams.storage import Storage, disk_full
 from hostcore.seams.tool import Tool
 
@@ -144,6 +146,11 @@ class Host:
             self.config["EXTRACT_TIMEOUT_SECONDS"],
             self.config["EXTRACT_MEMORY_BYTES"],
         )
+        self.shared: SharedState = (
+            RedisShared(self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
+            if self.redis is not None
+            else SqliteShared(self.instance_path / "shared.sqlite")
+        )
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
@@ -240,6 +247,7 @@ class Host:
         self.links.close()
         self.uploads.close()
         self.extraction.close()
+        self.shared.close()
         if self.redis is not None:
             self.redis.close()
         self.storage.close()

@@ -19,23 +19,19 @@ from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 from hostcore.domain.attachments import UPLOAD_PATH, URL_PREFIX, serving_headers, split_attachment_url
 from hostcore.domain.principal import SYSTEM
-from hostcore.errors import HostcoreError
+from hostcore.errors import HTTP_STATUS, HostcoreError
 from hostcore.host.uploads import TicketRefused, unknown_ticket
 from hostcore.mcp.transport import authenticate, check_origin, host_of
 from hostcore.service.attachments import UPLOAD_FIELD, too_large
 
 MULTIPART_SLACK = 64 * 1024  # room for the multipart envelope around a file of the largest size
-STATUS = {
-    "validation_error": 400, "not_found": 404, "forbidden": 403, "insufficient_scope": 403, "conflict": 409,
-    "too_large": 413, "unavailable": 503,
-}  # fmt: skip
 
 bp = Blueprint("hostcore_files", __name__)
 
 
 def _error(exc: HostcoreError) -> Response:
     response = jsonify({"error": exc.to_dict()})
-    response.status_code = exc.status if isinstance(exc, TicketRefused) else STATUS.get(exc.code, 400)
+    response.status_code = exc.status if isinstance(exc, TicketRefused) else HTTP_STATUS.get(exc.code, 400)
     return response
 
 

@@ -76,6 +76,12 @@ def authenticate(request: Request, host: Host) -> Principal | None:
     """
 
 
+@hookspec(firstresult=True)
+def find_person(name: str, host: Host) -> Principal | None:
+    """The person ``name`` signed in to a browser session, as a Principal (their scopes and
+    namespaces), or None if you do not know them or they may no longer sign in (disabled)."""
+
+
 @hookspec
 def startup(host: Host) -> None:
     """The host is built: check your config and prepare state. Raise StartupError with the fix."""
