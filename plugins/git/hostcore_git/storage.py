@@ -8,13 +8,13 @@ history index, see :mod:`hostcore_git.history`, with its ``.lock`` and ``.checke
 remote, ``hostcore-push.json``. Git ignores them and never clones or pushes them.
 
 A write runs in two steps. Blobs are written first, outside any lock (they are content-addressed,
-so an unused one is harmless garbage). Then the change joins the writes of
-this process waiting for the inter-process file lock, and one thread commits them together
-(:mod:`hostcore_git.group`): under the lock, the branch head is resolved; for each change in turn
-every expectation is checked against the tree so far, the new tree is built along the changed paths
-only and its commit object written on the previous one (one commit per change, with its author and
-message; a change whose expectation fails gets its Conflict and no commit); then every new object
-(blobs included) is flushed to disk at once, the branch moves to the last commit with compare-and-swap (only if it
+so an unused one is harmless garbage). Then the change joins the writes of this process waiting
+for the inter-process file lock, and one thread commits them together (:mod:`hostcore_git.group`):
+under the lock, the branch head is resolved; for each change in turn every expectation is checked
+against the tree so far, the new tree is built along the changed paths only and its commit object
+written on the previous one (one commit per change, with its author and message; a change whose
+expectation fails gets its Conflict and no commit); then every new object (blobs included) is
+flushed to disk at once, the branch moves to the last commit with compare-and-swap (only if it
 still points at the head read first) and the ref is flushed. Objects are loose objects, as git
 writes them, so ``git gc`` and ``git repack`` run by an operator at the same time keep them (git
 never prunes a recent loose object). Objects are always on disk before the ref moves and the ref
