@@ -16,10 +16,11 @@ acknowledged writes per second and the p50/p95/p99 latency of each run, and chec
 with git that the branch gained exactly one commit per acknowledged write and that every page holds
 its writer's last acknowledged body. Prints figures only; it never asserts timings.
 
-``--env KEY=VALUE`` passes environment variables to the server: a ``HOSTCORE_*`` setting, or
-``PYTHONPATH=DIR`` to serve another version of a plugin (``git archive REV plugins/git | tar -x
--C DIR`` then ``--env PYTHONPATH=DIR/plugins/git``) and compare it with this one under the same
-machine load.
+``--env KEY=VALUE`` passes environment variables to the server (a ``HOSTCORE_*`` setting).
+``--compare REV [--rounds N]`` measures the baseline in the same run: it serves the git plugin of
+revision REV (``git archive``, on ``PYTHONPATH``) and this tree's in turns, N times each, each on a
+fresh instance, and prints both and their ratio (the machine's load changes from minute to minute,
+so figures from separate runs do not compare). ``--threads`` sets gunicorn's threads per worker.
 """
 
 from __future__ import annotations
@@ -142,29 +143,22 @@ def check(git_dir: Path, before: int, acknowledged: int, last: dict[str, int]) -
         print(f"{'':34s} LOST: {len(lost)} pages do not hold their last acknowledged save: {lost[:5]}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--writers", type=int, default=64)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--saves", type=int, default=200, help="at most this many saves per writer")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server")
-    args = parser.parse_args()
-    # Imported here: the client processes (spawned, so they import this module) need none of it.
+def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str) -> tuple[float, float, float, list[float]]:
+    """One fresh instance and server: 1 writer, then --writers writers. Returns (1-writer rate,
+    load rate, load p99 ms, load latencies)."""
     from hostcore.testing import cli, create_token, start_server, stop_process_group
 
-    # The writers share one token: per-principal rate limits would measure the limiter, not the storage.
-    env = {"HOSTCORE_RATE_LIMITS": '{"requests": "off", "writes": "off"}'} | dict(item.split("=", 1) for item in args.env)
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-") as tmp:
         instance = Path(tmp) / "instance"
         cli(instance, "init", env=env)
         token = create_token(instance, "bench", ["write"], env=env)
-        proc, base, _, log = start_server(instance, workers=args.workers, env=env)
+        proc, base, _, log = start_server(instance, workers=args.workers, env=env, threads=args.threads)
         git_dir = instance / "wiki"
         try:
             url = base + "/_/mcp"
-            print(f"hostcore serve: {args.workers} workers x 4 threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
-            rates = []
+            threads = args.threads or 4
+            print(f"{label}: hostcore serve, {args.workers} workers x {threads} threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
+            rates, latencies = [], []
             for run, name, writers in (("single", "baseline: 1 writer", 1), ("load", f"load: {args.writers} writers", args.writers)):
                 before = int(git(git_dir, "rev-list", "--count", "HEAD"))
                 latencies, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
@@ -175,6 +169,46 @@ def main() -> None:
             stop_process_group(proc)
         if "Traceback" in log.read_text(errors="replace"):
             print(f"the server logged errors:\n{log.read_text(errors='replace')[-3000:]}", file=sys.stderr)
+    ms = sorted(x * 1000 for x in latencies)
+    return rates[0], rates[1], statistics.quantiles(ms, n=100)[98], ms
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--writers", type=int, default=64)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--saves", type=int, default=200, help="at most this many saves per writer")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None, help="per worker (default: hostcore serve's)")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server")
+    parser.add_argument("--compare", metavar="REV", help="also serve the git plugin of git revision REV, in turns with this one")
+    parser.add_argument("--rounds", type=int, default=1, help="with --compare: turns each")
+    args = parser.parse_args()
+    # The writers share one token: per-principal rate limits would measure the limiter, not the storage.
+    env = {"HOSTCORE_RATE_LIMITS": '{"requests": "off", "writes": "off"}'} | dict(item.split("=", 1) for item in args.env)
+    if not args.compare:
+        serve_and_load(args, env, "this tree")
+        return
+    with tempfile.TemporaryDirectory(prefix="hostcore-writers-rev-") as old:
+        root = Path(__file__).resolve().parent.parent
+        archive = subprocess.run(["git", "-C", str(root), "archive", args.compare, "plugins/git"], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+        variants = {"this tree": env, args.compare: env | {"PYTHONPATH": f"{old}/plugins/git"}}
+        results: dict[str, list[tuple[float, float, float, list[float]]]] = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, variant_env in variants.items():
+                results[name].append(serve_and_load(args, variant_env, name))
+                print()
+    summary = {}
+    for name, runs in results.items():
+        ms = sorted(x for run in runs for x in run[3])
+        q = statistics.quantiles(ms, n=100)
+        rate = statistics.median(run[1] for run in runs)
+        summary[name] = rate, q[98]
+        print(f"{name:>12}: {args.writers} writers {rate:6.1f} writes/s (median of {len(runs)}), p50 {q[49]:6.0f} ms, p99 {q[98]:6.0f} ms;"
+              f" 1 writer {statistics.median(run[0] for run in runs):5.1f} writes/s")
+    (new_rate, new_p99), (old_rate, old_p99) = summary["this tree"], summary[args.compare]
+    print(f"this tree / {args.compare}: {new_rate / old_rate:.2f}x the writes per second, p99 {new_p99 / old_p99:.2f}x")
 
 
 if __name__ == "__main__":

@@ -118,12 +118,12 @@ def stop_process_group(proc: subprocess.Popen[Any]) -> None:
 
 
 def start_server(
-    instance: Path, workers: int = 2, log: Path | None = None, env: dict[str, str] | None = None
+    instance: Path, workers: int = 2, log: Path | None = None, env: dict[str, str] | None = None, threads: int | None = None
 ) -> tuple[subprocess.Popen[bytes], str, int, Path]:
     """Start ``hostcore serve`` in its own process group on a free loopback port; wait until it answers.
 
     Returns (process, base URL, port, log file). ``env`` adds environment variables (e.g. PYTHONPATH
-    for an unpackaged plugin). The public URL is what serve derives from ``--bind``, as for an
+    for an unpackaged plugin); ``threads``: per worker (serve's default when None). The public URL is what serve derives from ``--bind``, as for an
     operator who sets none. Stop it with :func:`stop_process_group`.
     """
     port = free_port()
@@ -132,7 +132,8 @@ def start_server(
     env = hostcore_env(env)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+            [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+            + (["--threads", str(threads)] if threads else []),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

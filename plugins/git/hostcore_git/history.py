@@ -43,14 +43,18 @@ SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, author TEXT NOT NULL,
-    time INTEGER NOT NULL, message TEXT NOT NULL, folders TEXT NOT NULL, path_count INTEGER NOT NULL);
+    time INTEGER NOT NULL, message TEXT NOT NULL, folders TEXT NOT NULL, path_count INTEGER NOT NULL,
+    parent TEXT);
 CREATE TABLE IF NOT EXISTS changes (
     path TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (path, seq)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS changes_by_seq ON changes (seq, path);
 CREATE TABLE IF NOT EXISTS moves (
     new TEXT NOT NULL, seq INTEGER NOT NULL, old TEXT NOT NULL, PRIMARY KEY (new, seq)) WITHOUT ROWID;
 """
+# parent: the first parent's id ("" for a root commit; NULL in rows indexed before the column was
+# added, which only makes changes_between fall back to a tree diff).
 MAX_PATHS = 100  # paths listed per revision; path_count has the total
+MAX_BETWEEN = 1000  # commits changes_between follows; beyond, a tree diff is cheaper
 PROGRESS_EVERY = 10_000  # commits between progress lines of a rebuild
 
 log = logging.getLogger(__name__)
@@ -107,6 +111,8 @@ class HistoryIndex:
                 conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits; DROP TABLE IF EXISTS moves;")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.executescript(_SCHEMA)
+            if "parent" not in {row[1] for row in conn.execute("PRAGMA table_info(commits)")}:
+                conn.execute("ALTER TABLE commits ADD COLUMN parent TEXT")
             self._conn, self._pid, self._opened = conn, os.getpid(), opened  # None: a snapshot on a full disk
         return self._conn
 
@@ -141,13 +147,13 @@ class HistoryIndex:
         repo: pygit2.Repository,
         head: pygit2.Oid | None,
         *,
-        parent: pygit2.Oid | None = None,
-        paths: Sequence[str] | None = None,
+        line: Sequence[tuple[pygit2.Oid, pygit2.Oid | None, Sequence[str]]] = (),
     ) -> None:
         """Bring the index up to ``head`` (None: an unborn branch, so the index empties).
 
-        ``parent`` and ``paths``: what the caller knows about ``head`` (its first parent and the
-        paths it changed), which spares a tree diff when the index stands at ``parent``.
+        ``line``: what the caller knows about the commits ending at ``head``, oldest first: each
+        one's id, first parent and the paths it changed; that spares a tree diff per commit when
+        the index stands at the first one's parent.
         """
         last = self.head()
         if last == (str(head) if head is not None else None):
@@ -156,8 +162,9 @@ class HistoryIndex:
         with self._transaction() as db:
             if head is None:
                 _clear(db)
-            elif paths is not None and last == (str(parent) if parent else None):
-                _insert(db, repo[head].peel(pygit2.Commit), paths)
+            elif line and line[-1][0] == head and last == (str(line[0][1]) if line[0][1] else None):
+                for oid, _parent, paths in line:
+                    _insert(db, repo[oid].peel(pygit2.Commit), paths)
             else:
                 if last is not None and not _is_ancestor(repo, last, head):
                     _clear(db)
@@ -168,9 +175,30 @@ class HistoryIndex:
                 else:
                     log.info("history index: building it from the git log")
                 for count, commit in enumerate(walker, 1):
-                    _insert(db, commit, changed_paths(commit))
+                    _insert(db, commit, changed_paths(repo, commit))
                     if count % PROGRESS_EVERY == 0:
                         log.info("history index: %d commits indexed", count)
+
+    def changes_between(self, old: str, new: str) -> list[str] | None:
+        """The paths changed by the indexed commits after ``old`` up to ``new``, sorted, when those
+        commits form one line of first parents from ``old`` to ``new`` (then the files that differ
+        between the two commits are among them); None otherwise, or when there are more than
+        MAX_BETWEEN of them."""
+        if old == new:
+            return []
+        with self._guard:
+            db = self._db()
+            seqs = dict(db.execute("SELECT id, seq FROM commits WHERE id IN (?, ?)", (old, new)).fetchall())
+            low, high = seqs.get(old), seqs.get(new)
+            if low is None or high is None or not 0 < high - low <= MAX_BETWEEN:
+                return None
+            line = db.execute("SELECT id, parent FROM commits WHERE seq > ? AND seq <= ? ORDER BY seq", (low, high)).fetchall()
+            parent = old
+            for id_, first_parent in line:
+                if first_parent != parent:
+                    return None
+                parent = id_
+            return [row[0] for row in db.execute("SELECT DISTINCT path FROM changes WHERE seq > ? AND seq <= ? ORDER BY path", (low, high))]
 
     def revisions(self, path: str | None, offset: int, limit: int) -> list[Revision]:
         """Indexed revisions newest first, only those changing ``path`` when given."""
@@ -254,9 +282,10 @@ class HistoryIndex:
 def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str]) -> None:
     folders = sorted({path.split("/", 1)[0] if "/" in path else "" for path in paths})
     message, moves = split_moves(commit.message)
+    parent = str(commit.parent_ids[0]) if commit.parent_ids else ""
     seq = db.execute(
-        "INSERT INTO commits (id, author, time, message, folders, path_count) VALUES (?, ?, ?, ?, ?, ?)",
-        (str(commit.id), commit.author.name, commit.author.time, message, "\n".join(folders), len(paths)),
+        "INSERT INTO commits (id, author, time, message, folders, path_count, parent) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (str(commit.id), commit.author.name, commit.author.time, message, "\n".join(folders), len(paths), parent),
     ).lastrowid
     db.executemany("INSERT INTO changes (path, seq) VALUES (?, ?)", [(path, seq) for path in paths])
     if not moves:
@@ -307,9 +336,9 @@ def _clear(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM moves")
 
 
-def changed_paths(commit: pygit2.Commit) -> list[str]:
+def changed_paths(repo: pygit2.Repository, commit: pygit2.Commit) -> list[str]:
     """The files ``commit`` changed against its first parent (all of them for a root commit)."""
-    return sorted(changed(commit.parents[0].tree if commit.parents else None, commit.tree))
+    return sorted(changed(repo, commit.parents[0].tree_id if commit.parents else None, commit.tree_id))
 
 
 def _is_ancestor(repo: pygit2.Repository, ancestor: str, head: pygit2.Oid) -> bool:

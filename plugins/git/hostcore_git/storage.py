@@ -8,12 +8,19 @@ history index, see :mod:`hostcore_git.history`, with its ``.lock`` and ``.checke
 remote, ``hostcore-push.json``. Git ignores them and never clones or pushes them.
 
 A write runs in two steps. Blobs are written first, outside any lock (they are content-addressed,
-so an unused one is harmless garbage). Then, under an inter-process file lock: the branch head is
-resolved, every expectation is checked against its tree, the new tree is built along the changed
-paths only, the commit object is written, and the branch moves to it with compare-and-swap (only
-if it still points at the parent). Objects are always complete before the ref moves, so a process
-killed at any point leaves the page as it was before or after. A ref lock file left by a killed
-process is removed once it is older than any live git process would hold it.
+so an unused one is harmless garbage). Then the change joins the writes of this process waiting
+for the inter-process file lock, and one thread commits them together (:mod:`hostcore_git.group`):
+under the lock, the branch head is resolved; for each change in turn every expectation is checked
+against the tree so far, the new tree is built along the changed paths only and its commit object
+written on the previous one (one commit per change, with its author and message; a change whose
+expectation fails gets its Conflict and no commit); then every new object (blobs included) is
+flushed to disk at once, the branch moves to the last commit with compare-and-swap (only if it
+still points at the head read first) and the ref is flushed. Objects are loose objects, as git
+writes them, so ``git gc`` and ``git repack`` run by an operator at the same time keep them (git
+never prunes a recent loose object). Objects are always on disk before the ref moves and the ref
+before any change of the group is acknowledged, so a process killed at any point leaves each page
+as it was before or after its change. A ref lock file left by a killed process is removed once it
+is older than any live git process would hold it.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
@@ -41,6 +49,7 @@ from hostcore import (
     Delete,
     DiskFull,
     FileLock,
+    HostcoreError,
     NotFound,
     Operation,
     Put,
@@ -53,6 +62,7 @@ from hostcore import (
     out_of_space,
 )
 
+from .group import Group, Pending, flush
 from .history import HistoryIndex, changed_paths, split_moves, unchanged_moves, with_moves
 from .remote import Pusher
 from .trees import blob_id, build, changed, check_writable, entry_at, walk
@@ -90,8 +100,11 @@ class GitStorage(Storage):
         super().__init__(root, config)
         if (self.root / ".git").exists():
             raise ConfigError(f"{self.root} is a git working tree; the git storage needs a bare repository", field="root")
-        if self.config["fsync"]:
-            pygit2.settings.enable_fsync_gitdir(True)
+        # Durability is this class's own (group.flush: one parallel flush per group of commits);
+        # libgit2's would flush every object and the ref one after another under the lock.
+        pygit2.settings.enable_fsync_gitdir(False)
+        self._durable = bool(self.config["fsync"])
+        self._group: Group[_Change] = Group(self._commit_group)
         # libgit2 caches no tree over 4 KB by default, so every read in a folder of thousands of
         # pages re-parsed that folder's tree: 1.1 ms per read at 6,000 pages, 0.02 ms cached.
         pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
@@ -185,27 +198,48 @@ class GitStorage(Storage):
         return str(head) if head is not None else EMPTY_TREE
 
     def changed_since(self, version: str, until: str) -> builtins.list[str] | None:
-        """The files that differ between two commits (a tree diff that skips equal subtrees, so
-        its cost follows what changed), or None when either is not a commit of this repository.
+        """The files that differ between two commits, or None when either is not a commit of this
+        repository.
 
+        From the history index when ``until`` descends from ``version`` along a line of first
+        parents it holds (every save in between, hostcore's or a linear push): one indexed query.
+        Otherwise a tree diff that skips equal subtrees, whose cost follows what changed but reads
+        every entry of each changed folder (30 ms for two folders of 6,000 pages).
         The last answer is kept per thread: the link graph and the search index usually ask the same.
         """
         last = getattr(self._local, "diff", None)
         if last is not None and last[0] == (version, until):
             return list(last[1])
-        repo = self._repo()
-        trees: builtins.list[pygit2.Tree | None] = []
-        for rev in (version, until):
-            if rev == EMPTY_TREE:
-                trees.append(None)
-                continue
-            try:
-                trees.append(repo[rev].peel(pygit2.Commit).tree)
-            except (KeyError, ValueError, TypeError, pygit2.GitError):
-                return None
-        paths = sorted(changed(trees[0], trees[1]))
+        paths = self._indexed_changes(version, until)
+        if paths is None:
+            repo = self._repo()
+            trees: builtins.list[pygit2.Oid | None] = []
+            for rev in (version, until):
+                if rev == EMPTY_TREE:
+                    trees.append(None)
+                    continue
+                try:
+                    trees.append(repo[rev].peel(pygit2.Commit).tree_id)
+                except (KeyError, ValueError, TypeError, pygit2.GitError):
+                    return None
+            paths = sorted(changed(repo, trees[0], trees[1]))
         self._local.diff = ((version, until), paths)
         return list(paths)
+
+    def _indexed_changes(self, version: str, until: str) -> builtins.list[str] | None:
+        """The paths the history index records for the commits after ``version`` up to ``until``,
+        when they form one line of first parents; else None."""
+        if version == EMPTY_TREE:
+            return None
+        try:
+            paths = self._history.changes_between(version, until)
+            if paths is None and self._history.head() != until:  # a commit of another process, not indexed yet
+                self._sync_history()
+                paths = self._history.changes_between(version, until)
+        except sqlite3.Error as exc:
+            self._history.recover(exc)
+            return None
+        return paths
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -229,28 +263,63 @@ class GitStorage(Storage):
         return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
 
     def _commit(self, ops: Sequence[Operation], change: Change) -> tuple[dict[str, pygit2.Oid | None], bool]:
-        """Write the blobs, then commit and move the branch under the lock.
+        """Write the blobs, then have the change committed with the others waiting for the lock.
 
         Returns (path -> blob id, None for a delete; whether a commit was made).
         """
         repo = self._repo()
         wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
         signature = _signature(change)
-        message = with_moves(change.message, change.moves)
+        committed = self._group.submit(_Change(ops, wanted, signature, with_moves(change.message, change.moves)))
+        return wanted, bool(committed)
+
+    def _commit_group(self, take: Callable[[], builtins.list[Pending[_Change]]]) -> None:
+        """Under the lock: one commit per change of ``take()``, chained, flushed, then the branch
+        moved once; finishes each change with whether it committed, or its own error."""
+        repo = self._repo()
         with self._lock:
+            group = take()
             for _ in range(_CAS_ATTEMPTS):
-                parent, tree = self._snapshot(repo)
-                changes = _changes(tree, ops, wanted)
-                if not changes:
+                head, tree = self._snapshot(repo)
+                parent, written = head, [oid for pending in group for oid in pending.item.wanted.values() if oid is not None]
+                made: builtins.list[tuple[pygit2.Oid, pygit2.Oid | None, builtins.list[str]]] = []
+                outcomes: dict[Pending[_Change], bool | HostcoreError] = {}
+                for pending in group:
+                    item = pending.item
+                    try:
+                        changes = _changes(tree, item.ops, item.wanted)
+                    except HostcoreError as exc:  # this change's own conflict: the others go on
+                        outcomes[pending] = exc
+                        continue
+                    outcomes[pending] = bool(changes)
+                    if not changes:
+                        continue
+                    new_tree = build(repo, tree, changes, written)
+                    commit = repo.create_commit(None, item.signature, item.signature, item.message, new_tree, [parent] if parent else [])
+                    written.append(commit)
+                    made.append((commit, parent, sorted(changes)))
+                    parent, tree = commit, repo[new_tree].peel(pygit2.Tree)
+                if not made:
                     break
-                new_tree = build(repo, tree, changes)
-                commit = repo.create_commit(None, signature, signature, message, new_tree, [parent] if parent else [])
-                if self._move_branch(repo, parent, commit):
-                    self._index(repo, commit, parent, sorted(changes))
+                self._flush_objects(written)
+                if self._move_branch(repo, head, made[-1][0]):
+                    self._index(repo, made)
                     break
             else:
                 raise Unavailable("the branch kept moving under pushes from outside; try again")
-        return wanted, bool(changes)
+        if made and self._durable:
+            # After the lock: a later group's flush of the ref holds this group's commits too.
+            flush([self.root / self._branch])
+        for pending, outcome in outcomes.items():
+            if isinstance(outcome, HostcoreError):
+                pending.finish(error=outcome)
+            else:
+                pending.finish(outcome)
+
+    def _flush_objects(self, oids: Iterable[pygit2.Oid]) -> None:
+        """Flush the loose object files of ``oids`` to disk (unless the fsync setting is off)."""
+        if self._durable:
+            flush(self.root / "objects" / str(oid)[:2] / str(oid)[2:] for oid in oids)
 
     def _move_branch(self, repo: pygit2.Repository, parent: pygit2.Oid | None, commit: pygit2.Oid) -> bool:
         """Point the branch at ``commit`` if it still points at ``parent``; False if it moved.
@@ -280,13 +349,15 @@ class GitStorage(Storage):
                     raise Unavailable(f"{self._branch} is locked by another git process; try again") from None
                 time.sleep(0.05)
 
-    def _index(self, repo: pygit2.Repository, commit: pygit2.Oid, parent: pygit2.Oid | None, paths: builtins.list[str]) -> None:
-        # The commit has landed, so the save succeeded; an index that lags is caught up later.
+    def _index(self, repo: pygit2.Repository, line: builtins.list[tuple[pygit2.Oid, pygit2.Oid | None, builtins.list[str]]]) -> None:
+        """Append the commits of ``line`` (id, first parent, paths changed; oldest first) to the
+        history index, in one transaction."""
+        # The commits have landed, so the saves succeeded; an index that lags is caught up later.
         try:
-            self._history.sync(repo, commit, parent=parent, paths=paths)
+            self._history.sync(repo, line[-1][0], line=line)
         except sqlite3.Error as exc:
             if not self._history.recover(exc):
-                log.exception("could not index commit %s; the history index catches up on its next read", commit)
+                log.exception("could not index commit %s; the history index catches up on its next read", line[-1][0])
 
     # --- history ---------------------------------------------------------------------------
 
@@ -420,6 +491,16 @@ class GitStorage(Storage):
         if getattr(local, "pid", None) == os.getpid():
             local.repo.free()
         local.pid = None
+
+
+@dataclass(frozen=True)
+class _Change:
+    """One apply() waiting in a group: its ops, their blobs, the commit's author and message."""
+
+    ops: Sequence[Operation]
+    wanted: Mapping[str, pygit2.Oid | None]
+    signature: pygit2.Signature
+    message: str
 
 
 def _clear_stale_lock(lock: Path) -> bool:

@@ -7,6 +7,7 @@ paths; every other subtree is reused by id.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 
 import pygit2
@@ -63,15 +64,28 @@ def _walk(tree: pygit2.Tree, base: str) -> Iterator[tuple[str, pygit2.Oid]]:
             yield f"{base}{entry.name}", entry.id
 
 
-def build(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None]) -> pygit2.Oid:
+def build(
+    repo: pygit2.Repository,
+    tree: pygit2.Tree | None,
+    changes: Mapping[str, pygit2.Oid | None],
+    written: list[pygit2.Oid] | None = None,
+) -> pygit2.Oid:
     """Write the tree that is ``tree`` with ``changes`` (path -> blob id, None to delete) applied.
 
-    Returns the new root tree id; folders left empty are removed, the root may become empty.
+    Returns the new root tree id; folders left empty are removed, the root may become empty. The
+    id of every tree object written is appended to ``written`` when given.
     """
-    return _build(repo, tree, changes) or repo.TreeBuilder().write()
+    out = written if written is not None else []
+    root = _build(repo, tree, changes, out)
+    if root is None:
+        root = repo.TreeBuilder().write()
+        out.append(root)
+    return root
 
 
-def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None]) -> pygit2.Oid | None:
+def _build(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None], written: list[pygit2.Oid]
+) -> pygit2.Oid | None:
     builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
     below: dict[str, dict[str, pygit2.Oid | None]] = {}
     for path, oid in changes.items():
@@ -87,31 +101,55 @@ def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[s
         current = builder.get(name)
         found = repo[current.id] if current is not None and current.filemode == FileMode.TREE else None
         subtree = found if isinstance(found, pygit2.Tree) else None
-        new = _build(repo, subtree, sub)
+        new = _build(repo, subtree, sub, written)
         if new is not None:
             builder.insert(name, new, FileMode.TREE)
         elif current is not None:
             builder.remove(name)
-    return builder.write() if len(builder) else None
+    if not len(builder):
+        return None
+    oid = builder.write()
+    written.append(oid)
+    return oid
 
 
-def changed(old: pygit2.Tree | None, new: pygit2.Tree | None, base: str = "") -> Iterator[str]:
-    """Yield the path of every file that differs between ``old`` and ``new`` (either may be None).
+def changed(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, base: str = "") -> Iterator[str]:
+    """Yield the path of every file that differs between the trees ``old`` and ``new`` (ids;
+    either may be None).
 
-    Subtrees with the same id are skipped; libgit2's tree diff visits every entry instead, which
-    is twenty times slower on a wiki-sized tree.
+    Subtrees with the same id are skipped, and each tree is read as raw bytes: a pygit2 object
+    per entry made a diff of two 6,000-page folders cost 38 ms, the raw entries about 8 ms.
+    libgit2's tree diff is slower still (it builds a delta per entry it compares).
     """
-    if old is not None and new is not None and old.id == new.id:
+    if old == new:
         return
-    before = {str(entry.name): entry for entry in old} if old is not None else {}
-    after = {str(entry.name): entry for entry in new} if new is not None else {}
+    before = _entries(repo, old)
+    after = _entries(repo, new)
     for name in sorted(before.keys() | after.keys()):
         a, b = before.get(name), after.get(name)
-        if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
+        if a == b:
             continue
-        a_tree = a if isinstance(a, pygit2.Tree) else None
-        b_tree = b if isinstance(b, pygit2.Tree) else None
+        a_tree = a[1] if a is not None and a[0] == _TREE else None
+        b_tree = b[1] if b is not None and b[0] == _TREE else None
+        path = f"{base}{name.decode('utf-8', 'surrogateescape')}"
         if a_tree is not None or b_tree is not None:
-            yield from changed(a_tree, b_tree, f"{base}{name}/")
-        if isinstance(a, pygit2.Blob) or isinstance(b, pygit2.Blob):
-            yield f"{base}{name}"
+            yield from changed(
+                repo,
+                pygit2.Oid(raw=a_tree) if a_tree is not None else None,
+                pygit2.Oid(raw=b_tree) if b_tree is not None else None,
+                f"{path}/",
+            )
+        if (a is not None and a[0] in _BLOBS) or (b is not None and b[0] in _BLOBS):
+            yield path
+
+
+_ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.DOTALL)  # one raw tree entry: mode, name, binary id
+_TREE = b"40000"
+_BLOBS = frozenset({b"100644", b"100755", b"100664", b"120000"})  # files and symlinks (not submodules)
+
+
+def _entries(repo: pygit2.Repository, tree: pygit2.Oid | None) -> dict[bytes, tuple[bytes, bytes]]:
+    """name -> (mode, binary id) of each entry of the tree ``tree`` (empty for None)."""
+    if tree is None:
+        return {}
+    return {name: (mode, oid) for mode, name, oid in _ENTRY.findall(repo.odb.read(tree)[1])}

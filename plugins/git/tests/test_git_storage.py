@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import hostcore_git.storage as storage_module
-from hostcore import Change, Conflict, Delete, NotFound, Put, ValidationError, blob_hash
+from hostcore import Change, Conflict, Delete, FileLock, NotFound, Put, ValidationError, blob_hash
 from hostcore_git import GitStorage
 
 WRITER = Path(__file__).with_name("writer.py")
@@ -233,3 +235,149 @@ def test_version_and_changes_since_agree_with_git_diff(storage: GitStorage) -> N
     assert storage.changed_since(first, now) == expected == ["a/y.md", "b/z.md", "c/new.md"]
     assert storage.changed_since(now, now) == []
     assert storage.changed_since("0" * 40, now) is None and storage.changed_since("not a commit", now) is None
+
+
+def test_changes_since_a_line_of_commits_come_from_the_history_index(storage: GitStorage) -> None:
+    storage.apply([Put("a/x.md", b"x"), Put("b/y.md", b"y")], Change("ann", "first"))
+    first = storage.version()
+    storage.apply([Put("a/x.md", b"x2")], Change("ann", "second"))
+    push_from_outside(storage.root, {"c/z.md": b"z"})
+    storage.apply([Put("a/x.md", b"x"), Delete("b/y.md")], Change("ann", "x back, y gone"))
+    now = storage.version()
+    # one indexed query, no tree read: a path changed and changed back is listed too (its page is re-read)
+    assert storage._history.changes_between(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
+    assert storage.changed_since(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
+    assert git(storage.root, "diff", "--name-only", first, now).split() == ["b/y.md", "c/z.md"]
+
+
+def test_changes_since_across_a_merge_are_the_tree_diff(storage: GitStorage, tmp_path: Path) -> None:
+    """A pushed merge whose first parent is not the old head: the indexed commits after it do not
+    name every difference (here the merge drops hostcore's change), so the trees are compared."""
+    storage.apply([Put("a/p.md", b"base"), Put("a/q.md", b"base")], Change("ann", "base"))
+    base = storage.version()
+    storage.apply([Put("a/p.md", b"mine")], Change("ann", "mine"))
+    mine = storage.version()
+    work = tmp_path / "side"
+    subprocess.run(["git", "clone", "-q", str(storage.root), str(work)], check=True)
+    cli = ["git", "-C", str(work), "-c", "user.name=Cli", "-c", "user.email=cli@example.org"]
+    subprocess.run([*cli, "checkout", "-q", "-b", "side", base], check=True)
+    (work / "a" / "q.md").write_bytes(b"side")
+    subprocess.run([*cli, "commit", "-q", "-am", "side"], check=True)
+    subprocess.run([*cli, "merge", "-q", "-s", "ours", "-m", "merge keeping side", "origin/main"], check=True)
+    subprocess.run([*cli, "push", "-q", "origin", "side:main"], check=True)
+    now = storage.version()
+    assert storage._history.changes_between(mine, now) is None
+    assert storage.changed_since(mine, now) == git(storage.root, "diff", "--name-only", mine, now).split() == ["a/p.md", "a/q.md"]
+
+
+# --- group commit -------------------------------------------------------------------------------
+
+GROUP_WRITER = Path(__file__).with_name("group_writer.py")
+
+
+def test_writes_queued_behind_the_lock_commit_as_one_group(storage: GitStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage.apply([Put("ns/shared.md", b"seed"), Put("ns/stale.md", b"seed")], Change("seed", "seed"))
+    seed = storage.version()
+    calls = [(f"ns/p{i}.md", None, f"Writer {i}", f"page {i}") for i in range(8)]
+    calls += [("ns/shared.md", blob_hash(b"seed"), f"Sharer {i}", f"shared {i}") for i in range(2)]
+    calls += [("ns/stale.md", blob_hash(b"not what is there"), "Stale", "stale"), ("ns/p0.md/x.md", None, "Nested", "under a file")]
+    outcomes: dict[int, object] = {}
+    moves: list[str] = []
+    move_branch = storage._move_branch
+
+    def counted_move(*args: object) -> bool:
+        moves.append("moved")
+        return move_branch(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(storage, "_move_branch", counted_move)
+
+    def write(i: int) -> None:
+        path, expect, author, message = calls[i]
+        try:
+            outcomes[i] = storage.apply([Put(path, f"{author}\n".encode(), expect=expect)], Change(author, message))
+        except (Conflict, ValidationError) as exc:
+            outcomes[i] = exc
+
+    first = threading.Thread(target=write, args=(0,))
+    others = [threading.Thread(target=write, args=(i,)) for i in range(1, len(calls))]
+    with FileLock(storage.root / "hostcore.lock"):  # another process is writing: every call queues up
+        first.start()
+        deadline = time.monotonic() + 30
+        while not storage._group._leading and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for thread in others:
+            thread.start()
+        while len(storage._group._queue) < len(calls) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    for thread in [first, *others]:
+        thread.join(30)
+    assert moves == ["moved"]  # the branch moved once for the whole group
+    landed = {i for i, out in outcomes.items() if isinstance(out, dict)}
+    assert landed in (set(range(8)) | {8}, set(range(8)) | {9})  # one of two saves on one basehash wins
+    assert all(isinstance(outcomes[i], Conflict) for i in {8, 9, 10} - landed)
+    assert isinstance(outcomes[11], ValidationError)
+    # Each change its own commit with its own author and message, one line of commits on the seed.
+    lines = git(storage.root, "log", "--format=%H|%an|%s|%P", "main").splitlines()
+    assert len(lines) == len(landed) + 1 and lines[-1].split("|")[0] == seed
+    assert all(line.split("|")[3] == below.split("|")[0] for line, below in itertools.pairwise(lines))
+    assert {tuple(line.split("|")[1:3]) for line in lines[:-1]} == {calls[i][2:] for i in landed}
+    for i in landed:
+        assert storage.read(calls[i][0]) == f"{calls[i][2]}\n".encode()
+        newest = storage.history(calls[i][0])[0]
+        assert newest.message == calls[i][3] and newest.paths == (calls[i][0],)
+        assert git(storage.root, "show", "--name-only", "--format=", newest.id).split() == [calls[i][0]]
+    assert [r.id for r in storage.history(limit=100)] == log(storage.root)
+    assert_fsck_clean(storage.root)
+
+
+def acknowledged(lines: list[str]) -> dict[str, tuple[int, set[str]]]:
+    """path -> (last acknowledged index, messages of every acknowledged save) from group_writer output."""
+    acks: dict[str, tuple[int, set[str]]] = {}
+    for line in lines:
+        path, index, message = line.split(" ", 2)
+        last, messages = acks.get(path, (-1, set()))
+        acks[path] = (max(last, int(index)), messages | {message})
+    return acks
+
+
+def test_concurrent_processes_git_gc_and_a_killed_writer_lose_no_acknowledged_write(tmp_path: Path) -> None:
+    """Two writer processes of four threads each save their own pages while an operator runs git
+    gc and git repack, and one writer is killed mid-way: every acknowledged save is a commit of
+    its own, with its author and message, and the repository stays sound."""
+    root = tmp_path / "repo"
+    GitStorage(root).close()
+    steady = subprocess.Popen([sys.executable, str(GROUP_WRITER), str(root), "steady", "4", "60"], stdout=subprocess.PIPE, text=True)
+    killed = subprocess.Popen([sys.executable, str(GROUP_WRITER), str(root), "killed", "4", "0"], stdout=subprocess.PIPE, text=True)
+    killed_lines = [killed.stdout.readline().strip()]  # it is writing now
+    operator = [["gc", "--quiet"], ["repack", "-A", "-d", "-q"], ["pack-refs", "--all"], ["repack", "-a", "-d", "-q"], ["gc", "--quiet"]]
+    for n, command in enumerate(operator):
+        subprocess.run(["git", "--git-dir", str(root), *command], check=True, capture_output=True)
+        if n == 2:
+            killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    killed_lines += [line.strip() for line in killed.stdout.read().splitlines()]
+    killed.stdout.close()
+    steady_out, _ = steady.communicate(timeout=120)
+    assert steady.returncode == 0
+    steady_acks, killed_acks = acknowledged(steady_out.splitlines()), acknowledged([line for line in killed_lines if line])
+    assert len(steady_acks) == 4 and all(last == 59 for last, _ in steady_acks.values()) and killed_acks
+    assert_fsck_clean(root)
+    commits = git(root, "log", "--format=%an|%s|%P", "main").splitlines()
+    assert all(len(line.split("|")[2].split()) <= 1 for line in commits)  # one line of commits
+    messages = [line.split("|")[1] for line in commits]
+    assert len(messages) == len(set(messages))  # one commit per change
+    for acks, complete in ((steady_acks, True), (killed_acks, False)):
+        for path, (last, acked) in acks.items():
+            assert acked <= set(messages)  # every acknowledged save is a commit
+            mine = [line for line in commits if line.split("|")[1].startswith(path.split("/")[0] + " " + path.split("/")[1][:-3] + " ")]
+            assert all(line.split("|")[0] == f"{path.split('/')[0]}-{path.split('/')[1][:-3]}" for line in mine)
+            content = git(root, "show", f"main:{path}")
+            index = int(content.split()[1])
+            # the page holds its last acknowledged save, or (killed mid-save) one the writer never heard of
+            assert index == last if complete else index >= last
+            assert content == f"{path} {index}\n" * 50
+    storage = GitStorage(root)
+    assert [r.id for r in storage.history(limit=1000)] == log(root)
+    storage.apply([Put("after/x.md", b"after")], Change("ann", "after"))
+    storage.close()
+    assert_fsck_clean(root)
