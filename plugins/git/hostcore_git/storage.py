@@ -430,7 +430,7 @@ class GitStorage(Storage):
         changed against its first parent. Raises NotFound."""
         commit = self._commit_at(revision)
         message, moves = split_moves(commit.message)
-        paths = changed_paths(commit)
+        paths = changed_paths(self._repo(), commit)
         author = commit.author
         when = datetime.fromtimestamp(author.time, timezone(timedelta(minutes=author.offset)))
         change = Change(author.name, message, author.email, tuple(moves or unchanged_moves(commit, paths)), when)
