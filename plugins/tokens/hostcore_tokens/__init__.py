@@ -163,7 +163,7 @@ def bounded(principal: Principal, person: Principal | None) -> Principal | None:
     """A person's token can do no more than the person can now: None once they may not sign in."""
     if person is None:
         return None
-    scopes = frozenset(s for s in principal.scopes if person.has_scope(s))
+    scopes = frozenset(s for s in SCOPES if principal.has_scope(s) and person.has_scope(s))
     if principal.namespaces is None:
         namespaces = person.namespaces
     else:

@@ -25,7 +25,6 @@ from hostcore import SYSTEM, Principal, ValidationError, check_namespace
 from . import render
 
 STATIC = Path(__file__).parent / "static"
-DARK = {"phosphor", "dracula", "everforest", "gruvbox", "nord", "rose-pine", "tokyo-night"}
 
 
 class Layout:
@@ -74,12 +73,7 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
     facts = wiki.page_facts(namespace)
     in_namespace = {f["slug"] for f in facts}
     env = Environment(loader=PackageLoader("hostcore_web", "templates"), autoescape=select_autoescape(["html"]))
-    skin = settings.get("skin") or "default"
-    palette = (settings.get("palette") or "skin").replace(" ", "-").replace("é", "e")
-    common = {
-        "settings": settings, "namespace": namespace, "skin": skin, "palette": palette, "noindex": noindex,
-        "dark": palette in DARK or (palette == "skin" and skin == "phosphor"),
-    }  # fmt: skip
+    common = {"settings": settings, "namespace": namespace, "noindex": noindex, **render.look(settings)}
     out.mkdir(parents=True, exist_ok=True)
     mermaid = False
     index_slug = f"{namespace}/{settings.get('index') or 'index'}"

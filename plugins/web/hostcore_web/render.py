@@ -162,6 +162,16 @@ def render(
     )
 
 
+DARK = {"phosphor", "dracula", "everforest", "gruvbox", "nord", "rose-pine", "tokyo-night"}
+
+
+def look(settings: dict[str, Any]) -> dict[str, Any]:
+    """The body classes of a namespace's ``skin`` and ``palette``: skin, palette (CSS-safe) and dark."""
+    skin = settings.get("skin") or "default"
+    palette = (settings.get("palette") or "skin").replace(" ", "-").replace("é", "e")
+    return {"skin": skin, "palette": palette, "dark": palette in DARK or (palette == "skin" and skin == "phosphor")}
+
+
 def pygments_css() -> str:
     """The stylesheet of highlighted code, light and dark."""
     light = HtmlFormatter(style="default").get_style_defs(".highlight")

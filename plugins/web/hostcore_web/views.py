@@ -26,7 +26,6 @@ MERMAID_CSP = (
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )  # mermaid draws SVG with inline styles; scripts stay 'self' only
 _RESERVED = re.compile(r"^[_.]")
-DARK = {"phosphor", "dracula", "everforest", "gruvbox", "nord", "rose-pine", "tokyo-night"}
 
 
 @bp.errorhandler(SignInFirst)
@@ -55,16 +54,12 @@ def page(template: str, namespace: str | None = None, **context: Any) -> str:
             person = access.viewer()
         except HostcoreError:
             person = None
-    skin = settings.get("skin") or "default"
-    palette = (settings.get("palette") or "skin").replace(" ", "-").replace("é", "e")
     return render_template(
         template,
         person=person,
         namespace=namespace,
         settings=settings,
-        skin=skin,
-        palette=palette,
-        dark=palette in DARK or (palette == "skin" and skin == "phosphor"),
+        **render.look(settings),
         login_path=hostcore.LOGIN_PATH,
         logout_path=hostcore.LOGOUT_PATH,
         **context,

@@ -59,5 +59,17 @@ def carol(app):
 
 
 @pytest.fixture
+def client_for(app):
+    """A test client signed in as the named person (with ``.csrf`` set)."""
+
+    def make(name: str):
+        client = app.test_client()
+        client.csrf = sign_in(client, name)
+        return client
+
+    return make
+
+
+@pytest.fixture
 def visitor(app):
     return app.test_client()
