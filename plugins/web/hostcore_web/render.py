@@ -9,7 +9,9 @@ tags and attributes this renderer makes, and only http(s), mailto and relative U
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
@@ -170,6 +172,35 @@ def look(settings: dict[str, Any]) -> dict[str, Any]:
     skin = settings.get("skin") or "default"
     palette = (settings.get("palette") or "skin").replace(" ", "-").replace("é", "e")
     return {"skin": skin, "palette": palette, "dark": palette in DARK or (palette == "skin" and skin == "phosphor")}
+
+
+class RenderCache:
+    """Rendered pages by (slug, hash, wiki-link targets that exist, link style): the output depends
+    on nothing else, so an entry never goes stale. Least recently used entries go past ``limit`` bytes."""
+
+    def __init__(self, limit: int = 64 * 1024 * 1024) -> None:
+        self.limit, self.size = limit, 0
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+
+    def render(self, body: str, slug: str, digest: str, existing: Callable[[list[str]], set[str]]) -> Rendered:
+        targets = wiki_links(body, slug)
+        found = existing(targets) if targets else set()
+        key = (slug, digest, frozenset(found))
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit
+        out = render(body, slug, lambda _targets: found)
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = out
+                self.size += len(out.html)
+            while self.size > self.limit and self._entries:
+                _key, old = self._entries.popitem(last=False)
+                self.size -= len(old.html)
+        return out
 
 
 def pygments_css() -> str:

@@ -21,6 +21,7 @@ from .access import SignInFirst, host, require_reader, require_writer
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/_/web/static")
 META = widgets.MetaCache()
+RENDERED = render.RenderCache()
 MERMAID_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -83,8 +84,8 @@ def existing_for(reader: Principal) -> Any:
     return lambda slugs: wiki.pages_existing(slugs) if slugs else set()
 
 
-def rendered(reader: Principal, slug: str, body: str) -> render.Rendered:
-    return render.render(body, slug, existing_for(reader))
+def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
+    return RENDERED.render(body, slug, digest, existing_for(reader))
 
 
 def html_response(html: str, mermaid: bool, status: int = 200) -> Response:
@@ -138,7 +139,7 @@ def namespace_index(namespace: str) -> Any:
     index_slug = f"{namespace}/{settings.get('index') or 'index'}"
     try:
         index = host().wiki(reader).page(index_slug)
-        body = rendered(reader, index_slug, index.body)
+        body = rendered(reader, index_slug, index.body, index.hash)
     except NotFound:
         index, body = None, None
     built = widgets.build(host(), reader, namespace, settings, index_slug, META)
@@ -147,6 +148,23 @@ def namespace_index(namespace: str) -> Any:
         title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
     )  # fmt: skip
     return html_response(html, bool(body and body.mermaid))
+
+
+@bp.route("/_/pages/<namespace>")
+def all_pages(namespace: str) -> Any:
+    check_namespace_name(namespace)
+    person, reader = require_reader(namespace)
+    settings = settings_of(namespace)
+    if not settings:
+        abort(404)
+    offset = request.args.get("offset", "0")
+    start = int(offset) if offset.isdigit() else 0
+    facts = host().wiki(reader).page_facts(namespace)
+    entries = widgets.ordered([widgets.Entry(f["slug"], f["title"], f["changed"]) for f in facts], settings.get("tree") or [], namespace)
+    shown = entries[start : start + widgets.PAGES_SHOWN]
+    more = start + widgets.PAGES_SHOWN if start + widgets.PAGES_SHOWN < len(entries) else None
+    return page("all_pages.html", namespace, person=person, entries=shown, start=start, total=len(entries), more=more,
+                title=f"All pages of {settings.get('title') or namespace}")  # fmt: skip
 
 
 def _can_write(person: Principal | None, namespace: str) -> bool:
@@ -175,7 +193,7 @@ def read(namespace: str, rest: str) -> Any:
         if exc.field == "revision":
             abort(404)
         raise
-    body = rendered(reader, slug, window["body"])
+    body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, revision=window.get("revision"),
         section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),

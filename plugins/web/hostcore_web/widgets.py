@@ -10,8 +10,9 @@ import re
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from hostcore import NotFound, Principal
 
@@ -25,14 +26,25 @@ _DATE = re.compile(r"(\d{4})-(\d{2})-\d{2}")
 _META_LIMIT = 200_000
 
 
+PAGES_SHOWN = 500
+"""Pages the pages widget lists; the rest are a link away (``/_/pages/<namespace>``), so a big namespace's index stays small."""
+
+
 @dataclass
 class Entry:
     slug: str
     title: str
     changed: float
-    depth: int = 0
     tags: tuple[str, ...] = ()
     pin: bool = False
+
+    @property
+    def href(self) -> str:
+        return "/" + quote(self.slug)
+
+    @property
+    def depth(self) -> int:
+        return min(self.slug.count("/") - 1, 4)
 
 
 @dataclass
@@ -66,8 +78,7 @@ class MetaCache:
 
 
 def ordered(entries: list[Entry], tree: list[str], namespace: str) -> list[Entry]:
-    """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest by slug;
-    depth is the folder depth for indenting."""
+    """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest by slug."""
     by_slug = {e.slug: e for e in entries}
     out: list[Entry] = []
     taken: set[str] = set()
@@ -79,7 +90,7 @@ def ordered(entries: list[Entry], tree: list[str], namespace: str) -> list[Entry
                 taken.add(e.slug)
                 out.append(e)
     out += [e for e in entries if e.slug not in taken]
-    return [replace(e, depth=e.slug.count("/") - 1) for e in out]
+    return out
 
 
 def build(
@@ -97,7 +108,8 @@ def build(
     for name in names:
         widget = Widget(name, WIDGET_TITLES[name])
         if name == "pages":
-            widget.data = ordered(entries, settings.get("tree") or [], namespace)
+            widget.data = ordered(entries, settings.get("tree") or [], namespace)[:PAGES_SHOWN]
+            widget.more = {"total": len(entries)}
         elif name == "namespaces":
             widget.data = wiki.list_namespaces()["namespaces"]
         elif name == "pinned":
