@@ -129,13 +129,19 @@ def namespace_redirect(namespace: str) -> Any:
     return redirect(url_for("web.namespace_index", namespace=namespace))
 
 
-@bp.route("/<namespace>/")
-def namespace_index(namespace: str) -> Any:
+def open_namespace(namespace: str) -> tuple[Principal | None, Principal, dict[str, Any]]:
+    """(person, reader, settings) of a namespace the caller may read; 404 (or sign-in) otherwise."""
     check_namespace_name(namespace)
     person, reader = require_reader(namespace)
     settings = settings_of(namespace)
     if not settings:
         abort(404)
+    return person, reader, settings
+
+
+@bp.route("/<namespace>/")
+def namespace_index(namespace: str) -> Any:
+    person, reader, settings = open_namespace(namespace)
     index_slug = f"{namespace}/{settings.get('index') or 'index'}"
     try:
         index = host().wiki(reader).page(index_slug)
@@ -152,11 +158,7 @@ def namespace_index(namespace: str) -> Any:
 
 @bp.route("/_/pages/<namespace>")
 def all_pages(namespace: str) -> Any:
-    check_namespace_name(namespace)
-    person, reader = require_reader(namespace)
-    settings = settings_of(namespace)
-    if not settings:
-        abort(404)
+    person, reader, settings = open_namespace(namespace)
     offset = request.args.get("offset", "0")
     start = int(offset) if offset.isdigit() else 0
     facts = host().wiki(reader).page_facts(namespace)
