@@ -160,7 +160,8 @@ def startup(host: Any) -> None:
 
 
 def bounded(principal: Principal, person: Principal | None) -> Principal | None:
-    """A person's token can do no more than the person can now: None once they may not sign in."""
+    """A person's token acts as the person (``find_person``'s answer) and can do no more than they
+    can now: None once they may not sign in."""
     if person is None:
         return None
     scopes = frozenset(s for s in SCOPES if principal.has_scope(s) and person.has_scope(s))
@@ -168,7 +169,7 @@ def bounded(principal: Principal, person: Principal | None) -> Principal | None:
         namespaces = person.namespaces
     else:
         namespaces = principal.namespaces if person.namespaces is None else principal.namespaces & person.namespaces
-    return Principal(principal.name, scopes, namespaces)
+    return Principal(person.name, scopes, namespaces)
 
 
 @hookimpl

@@ -61,6 +61,6 @@ def test_a_persons_token_acts_as_them_and_lists_only_theirs(tmp_path):
     with pytest.raises(NotFound):
         store.revoke("laptop", owner="dave")
     # the person's current access bounds the token; a person who may not sign in any more has none
-    now = bounded(store.verify(mine), Principal("carol", frozenset({"read"}), frozenset({"team"})))
-    assert now.name == "carol" and now.scopes == {"read"} and now.namespaces == {"team"}
+    now = bounded(store.verify(mine), Principal("person:carol", frozenset({"read"}), frozenset({"team"})))
+    assert now.name == "person:carol" and now.scopes == {"read"} and now.namespaces == {"team"}
     assert bounded(store.verify(mine), None) is None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import abort, redirect, request, url_for
+from flask import abort, redirect, request, session, url_for
 
 from hostcore import SCOPES, HostcoreError, Principal, ValidationError, check_csrf, check_namespace
 
@@ -29,11 +29,14 @@ def token_store() -> Any:
     return hostcore_tokens.store(host())
 
 
-def signed_in() -> Principal:
+def signed_in() -> tuple[Principal, str]:
+    """(person, account name) of the person signed in to this browser session. Tokens are managed
+    in a session only: a bearer token may not make or revoke tokens."""
     person = viewer()
-    if person is None:
+    name = session.get("person")
+    if person is None or request.headers.get("Authorization") or not isinstance(name, str):
         raise SignInFirst()
-    return person
+    return person, name
 
 
 def check_grant(person: Principal, scopes: list[str], namespaces: list[str]) -> None:
@@ -56,7 +59,7 @@ def account() -> Any:
 
 @bp.route("/_/account/tokens", methods=["GET", "POST"])
 def tokens() -> Any:
-    person = signed_in()
+    person, owner = signed_in()
     store = token_store()
     if store is None:
         abort(404)
@@ -68,10 +71,10 @@ def tokens() -> Any:
         namespaces = [n.strip() for n in request.form.get("namespaces", "").replace(",", " ").split() if n.strip()]
         try:
             check_grant(person, scopes, namespaces)
-            created = {"name": name, "token": store.create(name, scopes, namespaces or None, owner=person.name)}
+            created = {"name": name, "token": store.create(name, scopes, namespaces or None, owner=owner)}
         except HostcoreError as exc:
             error = str(exc)
-    mine = store.list(owner=person.name)
+    mine = store.list(owner=owner)
     for t in mine:
         t["created_text"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["created"]))
         t["used_text"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["last_used"])) if t["last_used"] else "never"
@@ -86,9 +89,9 @@ def tokens() -> Any:
 @bp.route("/_/account/tokens/revoke", methods=["POST"])
 def revoke_token() -> Any:
     check_csrf()
-    person = signed_in()
+    _person, owner = signed_in()
     store = token_store()
     if store is None:
         abort(404)
-    store.revoke(request.form.get("id", ""), owner=person.name)
+    store.revoke(request.form.get("id", ""), owner=owner)
     return redirect(url_for("web.tokens"))

@@ -261,10 +261,13 @@ def history(slug: str) -> Any:
 
 
 def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
-    """A unified diff as (kind, line) pairs: kind is add, del, hunk or ctx."""
+    """A unified diff as (kind, line) pairs: kind is head, hunk, add, del or ctx."""
     out = []
     for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
-        kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
+        if line.startswith(("---", "+++")) and len(out) < 2:
+            kind = "head"
+        else:
+            kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
         out.append((kind, line))
     return out
 

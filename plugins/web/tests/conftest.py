@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from hostcore import SYSTEM, Principal, create_app, hookimpl
+from hostcore.testing.browser import browser  # noqa: F401  (a headless Chromium per test)
 
 PEOPLE = {
-    "carol": Principal("carol", frozenset({"write"})),
-    "dave": Principal("dave", frozenset({"read"}), frozenset({"team"})),
-    "erin": Principal("erin", frozenset({"admin"})),
+    "carol": Principal("person:carol", frozenset({"write"})),
+    "dave": Principal("person:dave", frozenset({"read"}), frozenset({"team"})),
+    "erin": Principal("person:erin", frozenset({"admin"})),
 }
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
 

@@ -28,7 +28,7 @@ def test_edit_saves_with_the_hash_it_read(carol, admin):
     page = admin.read_page("notes/e")
     assert page["body"] == "second\n" and page["title"] == "E2" and page["tags"] == ["a", "b"]
     log = admin.page_history("notes/e")["commits"][0]
-    assert log["author"] == "carol" and "via web" in log["message"]
+    assert log["author"] == "person:carol" and "via web" in log["message"]
 
 
 def test_a_lost_race_shows_both_sides_and_merges_without_overwriting(carol, admin):
