@@ -262,7 +262,7 @@ def history(slug: str) -> Any:
 
 def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
     """A unified diff as (kind, line) pairs: kind is head, hunk, add, del or ctx."""
-    out = []
+    out: list[tuple[str, str]] = []
     for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
         if line.startswith(("---", "+++")) and len(out) < 2:
             kind = "head"

@@ -169,7 +169,7 @@ def test_edit_lose_a_race_then_merge(browser, served):
     textarea.send_keys("Line one, edited in the browser.\nLine two.\n")
     browser.screenshot("web-edit")
     # someone else saves first, over MCP
-    status, page = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
+    _status, page = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
     mcp(served.base, served.token, "save_page", {"slug": "notes/race", "basehash": page["hash"], "body": "Line one.\nLine two, by an assistant.\n"})
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.editor button[type=submit]"))
     assert "Someone else changed" in browser.find_element(By.TAG_NAME, "h1").text
