@@ -59,13 +59,14 @@ def require_reader(namespace: str) -> tuple[Principal | None, Principal]:
 
 
 def require_writer(namespace: str) -> Principal:
-    """The person, when they may write in ``namespace``; SignInFirst or 404 (a person with read
-    access only gets the service's insufficient-scope error later, from the write itself)."""
+    """The person, when they may write in ``namespace``: SignInFirst for a visitor, 404 for a person
+    without access to it, InsufficientScope (403) for a person who may only read."""
     person = viewer()
     if person is None:
         raise SignInFirst()
     if not person.can_access(namespace):
         abort(404)
+    person.require("write")
     return web_principal(person)
 
 

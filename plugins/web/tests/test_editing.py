@@ -59,6 +59,8 @@ def test_a_read_only_person_cannot_edit(client_for, admin):
     response = dave.post("/_/edit/team/t", data={"csrf_token": dave.csrf, "basehash": page["hash"], "title": "T", "body": "y"})
     assert response.status_code == 403 and admin.read_page("team/t")["body"] == "x"
     assert "Edit</a>" not in dave.get("/team/t").text
+    assert dave.get("/_/edit/team/t").status_code == 403
+    assert dave.get("/_/delete/team/t").status_code == 403
 
 
 def test_new_page_with_the_namespace_template(carol, admin):
