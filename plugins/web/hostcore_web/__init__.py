@@ -18,6 +18,7 @@ from . import account, views  # noqa: F401  (account adds its routes to the blue
 
 @hookimpl
 def register_routes(app: Any) -> None:
+    app.url_map.converters["ns"] = views.NamespaceConverter
     app.register_blueprint(views.bp)
 
 

@@ -12,12 +12,21 @@ import re
 from typing import Any
 
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+from werkzeug.routing import BaseConverter
 
 import hostcore
 from hostcore import SYSTEM, Conflict, HostcoreError, NotFound, Principal, ValidationError, check_csrf, check_slug
 
 from . import access, render, widgets
 from .access import SignInFirst, host, require_reader, require_writer
+
+
+class NamespaceConverter(BaseConverter):
+    """A namespace in a URL: never ``_`` or ``.`` first, so ``/_/...`` routes of any plugin (and
+    their 404s and 405s) stay theirs."""
+
+    regex = r"[^_./][^/]*"
+
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/_/web/static")
 META = widgets.MetaCache()
@@ -123,7 +132,7 @@ def home() -> Any:
     return page("home.html", person=person, namespaces=namespaces, title="Wiki")
 
 
-@bp.route("/<namespace>")
+@bp.route("/<ns:namespace>")
 def namespace_redirect(namespace: str) -> Any:
     check_namespace_name(namespace)
     return redirect(url_for("web.namespace_index", namespace=namespace))
@@ -139,7 +148,7 @@ def open_namespace(namespace: str) -> tuple[Principal | None, Principal, dict[st
     return person, reader, settings
 
 
-@bp.route("/<namespace>/")
+@bp.route("/<ns:namespace>/")
 def namespace_index(namespace: str) -> Any:
     person, reader, settings = open_namespace(namespace)
     index_slug = f"{namespace}/{settings.get('index') or 'index'}"
@@ -173,7 +182,7 @@ def _can_write(person: Principal | None, namespace: str) -> bool:
     return person is not None and person.has_scope("write") and person.can_access(namespace)
 
 
-@bp.route("/<namespace>/<path:rest>")
+@bp.route("/<ns:namespace>/<path:rest>")
 def read(namespace: str, rest: str) -> Any:
     check_namespace_name(namespace)
     person, reader = require_reader(namespace)

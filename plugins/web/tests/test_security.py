@@ -151,3 +151,10 @@ def test_a_bearer_token_counts_as_signed_in(visitor, admin, host):
     assert "for scripts" in visitor.get("/notes/s", headers={"Authorization": f"Bearer {token}"}).text
     assert visitor.get("/team/", headers={"Authorization": f"Bearer {token}"}).status_code == 404
     assert visitor.get("/notes/s", headers={"Authorization": "Bearer hc_wrong"}).status_code == 401
+
+
+def test_pages_leave_other_routes_under_underscore_alone(carol):
+    """/_/... belongs to other routes: a path there that none has is a plain 404, for any method."""
+    assert carol.post("/_/upload/notes/x", data={}).status_code == 404
+    assert carol.get("/_/nothing/here").status_code == 404
+    assert carol.get("/.well-known/nothing/x").status_code == 404
