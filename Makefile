@@ -13,6 +13,8 @@ PLUGIN_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)$(if $(shell grep -s '^test *=
 INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
+MERMAID_VERSION := 11.17.2
+MERMAID := plugins/web/hostcore_web/static/vendor/mermaid.min.js
 
 .PHONY: install serve test lint tools servers bench clean
 
@@ -22,7 +24,14 @@ $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 	$(BIN)/python -m pip install --quiet -e '.[test]' $(PLUGIN_INSTALLS)
 	touch $@
 
-install: $(BIN)/.installed
+install: $(BIN)/.installed $(MERMAID)
+
+# mermaid for the web plugin's diagrams, served from the wiki itself (no CDN); without npm, diagrams stay code
+$(MERMAID):
+	@mkdir -p $(dir $@)
+	cd $(dir $@) && { npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && \
+	  tar xzf mermaid-$(MERMAID_VERSION).tgz --strip-components=2 package/dist/mermaid.min.js && \
+	  rm -f mermaid-$(MERMAID_VERSION).tgz; } || echo "mermaid not fetched (needs npm): diagrams show as code"
 
 tools:
 	tests/conformance/run.sh --install

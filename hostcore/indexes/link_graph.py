@@ -31,6 +31,13 @@ class LinkingPage(TypedDict):
 DanglingLink = TypedDict("DanglingLink", {"from": str, "to": str})
 
 
+class PageFact(TypedDict):
+    slug: str
+    title: str
+    hash: str
+    changed: float  # epoch seconds
+
+
 class StaleRow(TypedDict):
     slug: str
     changed: float  # epoch seconds
@@ -243,6 +250,22 @@ class LinkGraph:
                 [slug, *args],
             ).fetchall()
         return [LinkingPage(slug=s, title=t) for s, t in rows]
+
+    def pages_in(self, namespace: str) -> list[PageFact]:
+        """Every page of ``namespace``: slug, title, hash and last change (epoch seconds), sorted by slug."""
+        with self._reading() as db:
+            rows = db.execute("SELECT slug, title, hash, changed FROM pages WHERE namespace = ? ORDER BY slug", (namespace,))
+            return [PageFact(slug=s, title=t, hash=h, changed=c) for s, t, h, c in rows]
+
+    def existing(self, slugs: Collection[str]) -> set[str]:
+        """Those of ``slugs`` that are pages."""
+        wanted = sorted(set(slugs))
+        found: set[str] = set()
+        with self._reading() as db:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                found.update(r[0] for r in db.execute(f"SELECT slug FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk))
+        return found
 
     def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[DanglingLink], int]:
         """Links from readable pages to pages that do not exist: ({from, to} list, total)."""

@@ -20,7 +20,7 @@ from hostcore.domain.pages import (
 )
 from hostcore.errors import Conflict, HostcoreError, ValidationError
 from hostcore.indexes.indexer import catch_up
-from hostcore.indexes.link_graph import DanglingLink, LinkingPage
+from hostcore.indexes.link_graph import DanglingLink, LinkingPage, PageFact
 from hostcore.seams.storage import Delete, Operation, Put
 from hostcore.service.base import WikiBase
 from hostcore.service.pages import PagesMixin
@@ -198,6 +198,21 @@ class LinksMixin(PagesMixin):
         self._access("read", slug)
         catch_up(self.host)
         return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
+
+    def page_facts(self, namespace: str) -> list[PageFact]:
+        """Slug, title and last change of every page of ``namespace``, from the link graph (no page is read)."""
+        self.principal.require("read")
+        check_namespace(namespace, "namespace")
+        self.principal.require_namespace(namespace, "namespace")
+        catch_up(self.host)
+        return self.host.links.pages_in(namespace)
+
+    def pages_existing(self, slugs: list[str]) -> set[str]:
+        """Those of ``slugs`` that are pages the caller may read (a page it may not read counts as missing)."""
+        self.principal.require("read")
+        catch_up(self.host)
+        readable = [s for s in slugs if "/" in s and self.principal.can_access(s.split("/", 1)[0])]
+        return self.host.links.existing(readable)
 
     def health(self, namespace: str | None = None) -> Health:
         self.principal.require("read")

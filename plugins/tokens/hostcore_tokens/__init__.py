@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS tokens (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tokens_active_name ON tokens(name) WHERE revoked IS NULL;
 """
+_OWNER = "ALTER TABLE tokens ADD COLUMN owner TEXT"  # a person's own token (web account page); NULL: made on the command line
 
 
 def digest(token: str) -> str:
@@ -58,6 +59,8 @@ class TokenStore:
         self._local = threading.local()
         with self._db() as db:
             db.executescript(_SCHEMA)
+            if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:
+                db.execute(_OWNER)
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -71,8 +74,9 @@ class TokenStore:
             self._local.db = db
         return db
 
-    def create(self, name: str, scopes: list[str], namespaces: list[str] | None = None) -> str:
-        """Create a token and return it; it cannot be shown again. Raises ValidationError."""
+    def create(self, name: str, scopes: list[str], namespaces: list[str] | None = None, owner: str | None = None) -> str:
+        """Create a token and return it; it cannot be shown again. ``owner``: the person it acts for
+        (its principal's name; their current access bounds it). Raises ValidationError."""
         if not name.strip():
             raise ValidationError("give the token a name, e.g. --name claude-laptop", field="name")
         bad = [s for s in scopes if s not in SCOPES]
@@ -83,35 +87,40 @@ class TokenStore:
         token = PREFIX + secrets.token_urlsafe(32)
         try:
             self._db().execute(
-                "INSERT INTO tokens (name, digest, scopes, namespaces, created) VALUES (?, ?, ?, ?, ?)",
-                (name, digest(token), " ".join(sorted(set(scopes))), " ".join(namespaces) if namespaces else None, time.time()),
+                "INSERT INTO tokens (name, digest, scopes, namespaces, created, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                (name, digest(token), " ".join(sorted(set(scopes))), " ".join(namespaces or []) or None, time.time(), owner),
             )
         except sqlite3.IntegrityError:
             raise ValidationError(f"an active token named {name!r} exists; pick another name or revoke it", field="name") from None
         return token
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self, owner: str | None = None) -> list[dict[str, Any]]:
+        """Active tokens (of ``owner`` only, when given)."""
+        mine = "AND owner = ?" if owner is not None else ""
         rows = self._db().execute(
-            "SELECT id, name, scopes, namespaces, created, last_used FROM tokens WHERE revoked IS NULL ORDER BY id"
+            f"SELECT id, name, scopes, namespaces, created, last_used, owner FROM tokens WHERE revoked IS NULL {mine} ORDER BY id",
+            (owner,) if owner is not None else (),
         )
         return [
             {"id": r[0], "name": r[1], "scopes": r[2].split(), "namespaces": r[3].split() if r[3] else None,
-             "created": r[4], "last_used": r[5]}
+             "created": r[4], "last_used": r[5], "owner": r[6]}
             for r in rows
         ]  # fmt: skip
 
-    def revoke(self, name_or_id: str) -> None:
-        """Revoke the active token with this name or id. Raises NotFound."""
+    def revoke(self, name_or_id: str, owner: str | None = None) -> None:
+        """Revoke the active token with this name or id (of ``owner`` only, when given). Raises NotFound."""
+        mine = "AND owner = ?" if owner is not None else ""
         cur = self._db().execute(
-            "UPDATE tokens SET revoked = ? WHERE revoked IS NULL AND (name = ? OR CAST(id AS TEXT) = ?)",
-            (time.time(), name_or_id, name_or_id),
+            f"UPDATE tokens SET revoked = ? WHERE revoked IS NULL AND (name = ? OR CAST(id AS TEXT) = ?) {mine}",
+            (time.time(), name_or_id, name_or_id, *((owner,) if owner is not None else ())),
         )
         if cur.rowcount == 0:
             raise NotFound(f"no active token named {name_or_id!r}; `hostcore token list` shows them", field="token")
 
     def verify(self, token: str) -> Principal | None:
+        """The token's principal: its name, or its owner's for a person's token. None if unknown or revoked."""
         row = self._db().execute(
-            "SELECT id, name, scopes, namespaces, last_used FROM tokens WHERE digest = ? AND revoked IS NULL",
+            "SELECT id, name, scopes, namespaces, last_used, owner FROM tokens WHERE digest = ? AND revoked IS NULL",
             (digest(token),),
         ).fetchone()
         if row is None:
@@ -124,8 +133,13 @@ class TokenStore:
                 if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR):
                     raise
         return Principal(
-            name=row[1], scopes=frozenset(row[2].split()), namespaces=frozenset(row[3].split()) if row[3] else None
+            name=row[5] or row[1], scopes=frozenset(row[2].split()), namespaces=frozenset(row[3].split()) if row[3] else None
         )
+
+    def owned(self, token: str) -> bool:
+        """Whether the token is a person's (made on the web account page)."""
+        row = self._db().execute("SELECT owner FROM tokens WHERE digest = ?", (digest(token),)).fetchone()
+        return bool(row and row[0])
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)
@@ -145,13 +159,29 @@ def startup(host: Any) -> None:
     store(host)
 
 
+def bounded(principal: Principal, person: Principal | None) -> Principal | None:
+    """A person's token acts as the person (``find_person``'s answer) and can do no more than they
+    can now: None once they may not sign in."""
+    if person is None:
+        return None
+    scopes = frozenset(s for s in SCOPES if principal.has_scope(s) and person.has_scope(s))
+    if principal.namespaces is None:
+        namespaces = person.namespaces
+    else:
+        namespaces = principal.namespaces if person.namespaces is None else principal.namespaces & person.namespaces
+    return Principal(person.name, scopes, namespaces)
+
+
 @hookimpl
 def authenticate(request: Any, host: Any) -> Principal | None:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.startswith(PREFIX):
         return None
-    principal = store(host).verify(token.strip())
+    tokens = store(host)
+    principal = tokens.verify(token.strip())
+    if principal is not None and tokens.owned(token.strip()):
+        principal = bounded(principal, host.pm.hook.find_person(name=principal.name, host=host))
     if principal is None:
         raise Unauthorized("the token is unknown or revoked; create one with `hostcore token create`")
     return principal

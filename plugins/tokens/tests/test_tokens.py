@@ -47,3 +47,20 @@ def test_shared_between_processes_threads(tmp_path):
     for t in threads:
         t.join()
     assert sorted(results) == ["t0", "t1", "t2", "t3"]
+
+
+def test_a_persons_token_acts_as_them_and_lists_only_theirs(tmp_path):
+    from hostcore import Principal
+    from hostcore_tokens import bounded
+
+    store = TokenStore(tmp_path / "auth.sqlite")
+    mine = store.create("laptop", ["write"], ["team", "notes"], owner="carol")
+    store.create("bot", ["read"])
+    assert store.verify(mine).name == "carol" and store.owned(mine)
+    assert [t["name"] for t in store.list(owner="carol")] == ["laptop"]
+    with pytest.raises(NotFound):
+        store.revoke("laptop", owner="dave")
+    # the person's current access bounds the token; a person who may not sign in any more has none
+    now = bounded(store.verify(mine), Principal("person:carol", frozenset({"read"}), frozenset({"team"})))
+    assert now.name == "person:carol" and now.scopes == {"read"} and now.namespaces == {"team"}
+    assert bounded(store.verify(mine), None) is None

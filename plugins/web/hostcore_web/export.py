@@ -1,0 +1,139 @@
+"""``hostcore export-site``: one namespace as static files a plain web server can serve.
+
+Follows the namespace's ``export`` settings (contract): ``base_url`` (where the folder will be
+served; needed for the sitemap and canonical links), ``sitemap`` (write ``sitemap.xml``),
+``robots_allow`` (``robots.txt`` allows crawling; otherwise it disallows everything and every page
+carries ``<meta name="robots" content="noindex">``) and ``links`` (``pretty``: each page is
+``name/index.html`` and linked as ``name/``; anything else: ``name.html``). Pages keep the
+namespace's skin and palette; links to pages outside the namespace are shown as missing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+from xml.sax.saxutils import escape as xml_escape
+
+import click
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from hostcore import SYSTEM, Principal, ValidationError, check_namespace
+
+from . import render
+
+STATIC = Path(__file__).parent / "static"
+
+
+class Layout:
+    """Where each page goes in the folder and how one page links to another."""
+
+    def __init__(self, namespace: str, pretty: bool) -> None:
+        self.namespace, self.pretty = namespace, pretty
+
+    def file(self, slug: str) -> str:
+        rel = slug.split("/", 1)[1]
+        return f"{rel}/index.html" if self.pretty else f"{rel}.html"
+
+    def url(self, slug: str) -> str:
+        rel = slug.split("/", 1)[1]
+        return f"{rel}/" if self.pretty else f"{rel}.html"
+
+    def href(self, from_slug: str | None, to_slug: str, heading: str | None = None) -> str:
+        start = posixpath.dirname(self.file(from_slug)) if from_slug else ""
+        target = self.url(to_slug)
+        rel = posixpath.relpath(target, start or ".")
+        if target.endswith("/") and not rel.endswith("/"):
+            rel += "/"
+        return quote(rel) + (f"#{render.anchor(heading)}" if heading else "")
+
+    def root(self, from_slug: str | None) -> str:
+        """The relative path from a page to the folder's root (where the index and assets are)."""
+        start = posixpath.dirname(self.file(from_slug)) if from_slug else ""
+        return posixpath.relpath(".", start or ".").rstrip("/") + "/" if start else ""
+
+
+def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
+    """Write ``namespace`` to ``out`` (made if missing). Returns what was written. Raises ValidationError."""
+    check_namespace(namespace, "namespace")
+    settings = dict(host.wiki(SYSTEM).read_namespace(namespace))
+    export = settings.get("export") or {}
+    base_url = str(export.get("base_url") or "")
+    if export.get("sitemap") and not base_url:
+        raise ValidationError("export.sitemap needs export.base_url (where the folder will be served); set it with save_namespace",
+                              field="export.base_url")  # fmt: skip
+    if base_url and not base_url.endswith("/"):
+        base_url += "/"
+    noindex = not export.get("robots_allow", False)
+    layout = Layout(namespace, export.get("links") == "pretty")
+    reader = Principal("export", frozenset({"read"}), frozenset({namespace}), rate_limited=False)
+    wiki = host.wiki(reader)
+    facts = wiki.page_facts(namespace)
+    in_namespace = {f["slug"] for f in facts}
+    env = Environment(loader=PackageLoader("hostcore_web", "templates"), autoescape=select_autoescape(["html"]))
+    common = {"settings": settings, "namespace": namespace, "noindex": noindex, **render.look(settings)}
+    out.mkdir(parents=True, exist_ok=True)
+    mermaid = False
+    index_slug = f"{namespace}/{settings.get('index') or 'index'}"
+    index_body = None
+    for fact in facts:
+        slug = fact["slug"]
+        page = wiki.page(slug)
+
+        def href(target: str, heading: str | None, _from: str = slug) -> str:
+            return layout.href(_from, target, heading) if target in in_namespace else "#"
+
+        body = render.render(page.body, slug, lambda targets: {t for t in targets if t in in_namespace}, href)
+        mermaid = mermaid or body.mermaid
+        if slug == index_slug:
+            index_body = body
+        canonical = base_url + layout.url(slug) if base_url else ""
+        html = env.get_template("export_page.html").render(
+            page=page, body=body, root=layout.root(slug), canonical=canonical, title=page.title,
+            home=layout.root(slug) + "index.html", **common,
+        )  # fmt: skip
+        target = out / layout.file(slug)
+        if target == out / "index.html":
+            continue  # the namespace's index page: the folder's index.html below shows it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    pages = [{"title": f["title"], "href": layout.href(None, f["slug"])} for f in facts]
+    index_html = env.get_template("export_index.html").render(
+        pages=pages, body=index_body, root="", canonical=base_url, title=settings.get("title") or namespace, home="index.html",
+        **common,
+    )  # fmt: skip
+    (out / "index.html").write_text(index_html, encoding="utf-8")
+    assets = out / "_assets"
+    assets.mkdir(exist_ok=True)
+    shutil.copyfile(STATIC / "web.css", assets / "web.css")
+    (assets / "highlight.css").write_text(render.pygments_css(), encoding="utf-8")
+    if mermaid and (STATIC / "vendor" / "mermaid.min.js").exists():
+        shutil.copyfile(STATIC / "vendor" / "mermaid.min.js", assets / "mermaid.min.js")
+        shutil.copyfile(STATIC / "web.js", assets / "web.js")
+    robots = "User-agent: *\n" + ("Allow: /\n" if not noindex else "Disallow: /\n")
+    if export.get("sitemap"):
+        robots += f"Sitemap: {base_url}sitemap.xml\n"
+        urls = [base_url] + [base_url + layout.url(f["slug"]) for f in facts]
+        entries = "".join(f"  <url><loc>{xml_escape(quote(u, safe=':/'))}</loc></url>\n" for u in urls)
+        (out / "sitemap.xml").write_text(
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{entries}</urlset>\n',
+            encoding="utf-8",
+        )
+    (out / "robots.txt").write_text(robots, encoding="utf-8")
+    return {"namespace": namespace, "pages": len(facts), "folder": str(out), "sitemap": bool(export.get("sitemap")), "noindex": noindex}
+
+
+@click.command("export-site")
+@click.option("--namespace", "namespaces", multiple=True, required=True, help="namespace to export; repeat for several")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="folder to write; each namespace goes to a subfolder of its name")  # fmt: skip
+@click.pass_obj
+def export_command(obj: Any, namespaces: tuple[str, ...], out: Path) -> None:
+    """Write namespaces as static HTML (with sitemap.xml and robots.txt per their export settings)."""
+    host = obj.host()
+    for namespace in namespaces:
+        done = export_namespace(host, namespace, out / namespace)
+        click.echo(f"{namespace}: {done['pages']} pages -> {done['folder']}" + (" (noindex)" if done["noindex"] else ""))
+

@@ -1,0 +1,419 @@
+"""The pages people reach: read, browse, search, history, edit, tokens.
+
+Every view asks the service layer (``host.wiki(principal)``) as the caller; access, validation and
+the basehash rule are the service's, exactly as over MCP. Forms that change anything carry the
+session's CSRF token and each such view calls :func:`hostcore.check_csrf` first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+from werkzeug.routing import BaseConverter
+
+import hostcore
+from hostcore import SYSTEM, Conflict, HostcoreError, NotFound, Principal, ValidationError, check_csrf, check_slug
+
+from . import access, render, widgets
+from .access import SignInFirst, host, require_reader, require_writer
+
+
+class NamespaceConverter(BaseConverter):
+    """A namespace in a URL: never ``_`` or ``.`` first, so ``/_/...`` routes of any plugin (and
+    their 404s and 405s) stay theirs."""
+
+    regex = r"[^_./][^/]*"
+
+
+bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/_/web/static")
+META = widgets.MetaCache()
+RENDERED = render.RenderCache()
+MERMAID_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)  # mermaid draws SVG with inline styles; scripts stay 'self' only
+_RESERVED = re.compile(r"^[_.]")
+
+
+@bp.errorhandler(SignInFirst)
+def _sign_in_first(_exc: SignInFirst) -> Any:
+    return hostcore.login_redirect()
+
+
+@bp.errorhandler(404)
+def _not_found(_exc: Exception) -> Any:
+    return page("not_found.html", title="Not found"), 404
+
+
+def settings_of(namespace: str) -> dict[str, Any]:
+    """The namespace's settings (presentation only: read as the system, after the caller's access was checked)."""
+    try:
+        return dict(host().wiki(SYSTEM).read_namespace(namespace))
+    except (NotFound, ValidationError):
+        return {}
+
+
+def page(template: str, namespace: str | None = None, **context: Any) -> str:
+    settings = settings_of(namespace) if namespace else {}
+    person = context.pop("person", None)
+    if person is None:
+        try:
+            person = access.viewer()
+        except HostcoreError:
+            person = None
+    return render_template(
+        template,
+        person=person,
+        namespace=namespace,
+        settings=settings,
+        **render.look(settings),
+        login_path=hostcore.LOGIN_PATH,
+        logout_path=hostcore.LOGOUT_PATH,
+        **context,
+    )
+
+
+def check_namespace_name(namespace: str) -> None:
+    if _RESERVED.match(namespace):
+        abort(404)
+
+
+def slug_or_404(slug: str) -> str:
+    try:
+        return check_slug(slug)
+    except ValidationError:
+        abort(404)
+
+
+def existing_for(reader: Principal) -> Any:
+    wiki = host().wiki(reader)
+    return lambda slugs: wiki.pages_existing(slugs) if slugs else set()
+
+
+def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
+    return RENDERED.render(body, slug, digest, existing_for(reader))
+
+
+def html_response(html: str, mermaid: bool, status: int = 200) -> Response:
+    response = Response(html, status, mimetype="text/html")
+    if mermaid:
+        response.headers["Content-Security-Policy"] = MERMAID_CSP
+    return response
+
+
+def slug_of_path(path: str) -> str | None:
+    return path[:-3] if path.endswith(".md") and "/." not in path and not path.startswith(".") else None
+
+
+def decorate(commits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**c, "pages": [s for s in (slug_of_path(f) for f in c["files"]) if s]} for c in commits]
+
+
+@bp.route("/_/web/highlight.css")
+def highlight_css() -> Any:
+    response = Response(render.pygments_css(), mimetype="text/css")
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+@bp.route("/")
+def home() -> Any:
+    person = access.viewer()
+    reader = access.reader(person)
+    namespaces = host().wiki(reader).list_namespaces()["namespaces"]
+    if person is None and not namespaces:
+        return hostcore.login_redirect()
+    return page("home.html", person=person, namespaces=namespaces, title="Wiki")
+
+
+@bp.route("/<ns:namespace>")
+def namespace_redirect(namespace: str) -> Any:
+    check_namespace_name(namespace)
+    return redirect(url_for("web.namespace_index", namespace=namespace))
+
+
+def open_namespace(namespace: str) -> tuple[Principal | None, Principal, dict[str, Any]]:
+    """(person, reader, settings) of a namespace the caller may read; 404 (or sign-in) otherwise."""
+    check_namespace_name(namespace)
+    person, reader = require_reader(namespace)
+    settings = settings_of(namespace)
+    if not settings:
+        abort(404)
+    return person, reader, settings
+
+
+@bp.route("/<ns:namespace>/")
+def namespace_index(namespace: str) -> Any:
+    person, reader, settings = open_namespace(namespace)
+    index_slug = f"{namespace}/{settings.get('index') or 'index'}"
+    try:
+        index = host().wiki(reader).page(index_slug)
+        body = rendered(reader, index_slug, index.body, index.hash)
+    except NotFound:
+        index, body = None, None
+    built = widgets.build(host(), reader, namespace, settings, index_slug, META)
+    html = page(
+        "namespace.html", namespace, person=person, index=index, body=body, widgets=built,
+        title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
+    )  # fmt: skip
+    return html_response(html, bool(body and body.mermaid))
+
+
+@bp.route("/_/pages/<namespace>")
+def all_pages(namespace: str) -> Any:
+    person, reader, settings = open_namespace(namespace)
+    offset = request.args.get("offset", "0")
+    start = int(offset) if offset.isdigit() else 0
+    facts = host().wiki(reader).page_facts(namespace)
+    entries = widgets.ordered([widgets.Entry(f["slug"], f["title"], f["changed"]) for f in facts], settings.get("tree") or [], namespace)
+    shown = entries[start : start + widgets.PAGES_SHOWN]
+    more = start + widgets.PAGES_SHOWN if start + widgets.PAGES_SHOWN < len(entries) else None
+    return page("all_pages.html", namespace, person=person, entries=shown, start=start, total=len(entries), more=more,
+                title=f"All pages of {settings.get('title') or namespace}")  # fmt: skip
+
+
+def _can_write(person: Principal | None, namespace: str) -> bool:
+    return person is not None and person.has_scope("write") and person.can_access(namespace)
+
+
+@bp.route("/<ns:namespace>/<path:rest>")
+def read(namespace: str, rest: str) -> Any:
+    check_namespace_name(namespace)
+    person, reader = require_reader(namespace)
+    slug = slug_or_404(f"{namespace}/{rest}")
+    wiki = host().wiki(reader)
+    revision = request.args.get("rev")
+    section = request.args.get("section")
+    try:
+        if revision:
+            window = wiki.read_page_at(slug, revision, section or None, 0, 100_000_000)
+        else:
+            window = wiki.read_page(slug, section or None, 0, 100_000_000)
+    except NotFound as exc:
+        if exc.field == "section":
+            abort(404)
+        html = page("missing.html", namespace, person=person, slug=slug, title=slug, can_write=_can_write(person, namespace))
+        return html_response(html, False, 404)
+    except ValidationError as exc:
+        if exc.field == "revision":
+            abort(404)
+        raise
+    body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
+    html = page(
+        "page.html", namespace, person=person, slug=slug, doc=window, body=body, revision=window.get("revision"),
+        section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),
+    )  # fmt: skip
+    return html_response(html, body.mermaid)
+
+
+# --- search and changes --------------------------------------------------------------------
+
+
+@bp.route("/_/search")
+def search() -> Any:
+    person = access.viewer()
+    reader = access.reader(person)
+    if person is None and not reader.namespaces:
+        return hostcore.login_redirect()
+    query = request.args.get("q", "").strip()
+    namespace = request.args.get("namespace") or None
+    offset = request.args.get("offset", "0")
+    result, error = None, None
+    if query:
+        try:
+            result = host().wiki(reader).search(query, namespace, int(offset) if offset.isdigit() else 0, 20)
+        except HostcoreError as exc:
+            error = str(exc)
+    namespaces = host().wiki(reader).list_namespaces()["namespaces"]
+    return page("search.html", person=person, query=query, chosen=namespace, result=result, error=error,
+                namespaces=namespaces, title="Search")  # fmt: skip
+
+
+@bp.route("/_/changes")
+@bp.route("/_/changes/<namespace>")
+def changes(namespace: str | None = None) -> Any:
+    if namespace is not None:
+        check_namespace_name(namespace)
+        person, reader = require_reader(namespace)
+        reader = Principal(reader.name, reader.scopes, frozenset({namespace}), client=reader.client)
+    else:
+        person = access.viewer()
+        reader = access.reader(person)
+        if person is None and not reader.namespaces:
+            return hostcore.login_redirect()
+    commits = decorate(host().wiki(reader).recent_changes(100)["commits"])
+    return page("changes.html", namespace, person=person, commits=commits, title="Recent changes")
+
+
+@bp.route("/_/history/<path:slug>")
+def history(slug: str) -> Any:
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    person, reader = require_reader(namespace)
+    offset = request.args.get("offset", "0")
+    wiki = host().wiki(reader)
+    result = wiki.page_history(slug, int(offset) if offset.isdigit() else 0, 50)
+    if not result["commits"] and not offset.strip("0"):
+        abort(404)
+    try:
+        current_hash = wiki.read_page(slug, None, 0, 1)["hash"]
+    except NotFound:
+        current_hash = ""  # deleted: restoring brings it back
+    return page("history.html", namespace, person=person, slug=slug, history=result, title=f"History of {slug}",
+                can_write=_can_write(person, namespace), current_hash=current_hash)  # fmt: skip
+
+
+def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
+    """A unified diff as (kind, line) pairs: kind is head, hunk, add, del or ctx."""
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
+        if line.startswith(("---", "+++")) and len(out) < 2:
+            kind = "head"
+        else:
+            kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
+        out.append((kind, line))
+    return out
+
+
+@bp.route("/_/diff/<path:slug>")
+def diff(slug: str) -> Any:
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    person, reader = require_reader(namespace)
+    wiki = host().wiki(reader)
+    old_rev, new_rev = request.args.get("from", ""), request.args.get("to", "")
+
+    def body_at(rev: str) -> str:
+        if not rev:
+            return wiki.read_page(slug, None, 0, 100_000_000)["body"]
+        try:
+            return wiki.read_page_at(slug, rev, None, 0, 100_000_000)["body"]
+        except NotFound:
+            return ""  # deleted in that revision
+        except ValidationError:
+            abort(404)
+
+    lines = diff_lines(body_at(old_rev), body_at(new_rev), old_rev[:12] or "current", new_rev[:12] or "current")
+    return page("diff.html", namespace, person=person, slug=slug, lines=lines, old=old_rev, new=new_rev,
+                title=f"Changes to {slug}")  # fmt: skip
+
+
+@bp.route("/_/restore/<path:slug>", methods=["POST"])
+def restore(slug: str) -> Any:
+    check_csrf()
+    slug = slug_or_404(slug)
+    writer = require_writer(slug.split("/", 1)[0])
+    wiki = host().wiki(writer)
+    revision = request.form.get("revision") or None
+    basehash = request.form.get("basehash") or None
+    try:
+        wiki.restore_page(slug, revision, basehash)
+    except Conflict as exc:
+        return page("message.html", slug.split("/", 1)[0], title="Not restored",
+                    message=f"{exc}. Open the history again and restore from there.", slug=slug), 409  # fmt: skip
+    return redirect(render.page_href(slug))
+
+
+# --- editing -------------------------------------------------------------------------------
+
+
+def _tags(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+@bp.route("/_/edit/<path:slug>", methods=["GET", "POST"])
+def edit(slug: str) -> Any:
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    writer = require_writer(namespace)
+    wiki = host().wiki(writer)
+    if request.method == "GET":
+        current = wiki.page(slug)
+        return page("edit.html", namespace, slug=slug, doc=current, body=current.body, title=f"Edit {current.title}",
+                    tags=", ".join(current.tags), basehash=current.hash)  # fmt: skip
+    check_csrf()
+    form = request.form
+    body = form.get("body", "").replace("\r\n", "\n")
+    title = form.get("title", "")
+    tags = _tags(form.get("tags", ""))
+    pin = form.get("pin") == "on"
+    basehash = form.get("basehash", "")
+    try:
+        wiki.save_page(slug, basehash, body, title, tags, pin)
+    except Conflict as exc:
+        theirs = str(exc.data.get("body", ""))
+        return page("conflict.html", namespace, slug=slug, mine=body, theirs=theirs, title=f"Edit {title}",
+                    page_title=title, tags=", ".join(tags), pin=pin, basehash=exc.data.get("hash", ""),
+                    lines=diff_lines(theirs, body, "their version", "your version")), 409  # fmt: skip
+    except ValidationError as exc:
+        return page("edit.html", namespace, slug=slug, doc=None, body=body, title=f"Edit {title}", page_title=title,
+                    tags=", ".join(tags), basehash=basehash, error=str(exc)), 400  # fmt: skip
+    return redirect(render.page_href(slug))
+
+
+@bp.route("/_/new", methods=["GET", "POST"])
+def new() -> Any:
+    person = access.viewer()
+    if person is None:
+        raise SignInFirst()
+    writer = access.web_principal(person)
+    wiki = host().wiki(writer)
+    namespaces = [n["name"] for n in wiki.list_namespaces()["namespaces"]] if person.has_scope("read") else []
+    chosen = request.values.get("namespace") or (namespaces[0] if namespaces else "")
+    if request.method == "GET":
+        template = (settings_of(chosen).get("new") or {}).get("template", "") if chosen in namespaces else ""
+        return page("new.html", person=person, namespaces=namespaces, chosen=chosen, name=request.args.get("name", ""),
+                    body=template, title="New page", page_title="")  # fmt: skip
+    check_csrf()
+    name = request.form.get("name", "").strip().strip("/")
+    title = request.form.get("title", "").strip()
+    body = request.form.get("body", "").replace("\r\n", "\n")
+    slug = f"{chosen}/{name}"
+    try:
+        wiki.save_page(slug, None, body, title or name.rsplit("/", 1)[-1], _tags(request.form.get("tags", "")))
+    except HostcoreError as exc:
+        return page("new.html", person=person, namespaces=namespaces, chosen=chosen, name=name, body=body,
+                    title="New page", page_title=title, error=str(exc)), 400  # fmt: skip
+    return redirect(render.page_href(slug))
+
+
+@bp.route("/_/move/<path:slug>", methods=["GET", "POST"])
+def move(slug: str) -> Any:
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    wiki = host().wiki(require_writer(namespace))
+    current = wiki.page(slug)
+    if request.method == "GET":
+        return page("move.html", namespace, slug=slug, doc=current, title=f"Move or rename {current.title}")
+    check_csrf()
+    try:
+        if request.form.get("action") == "rename":
+            target = wiki.rename_page(slug, request.form.get("title", ""), request.form.get("basehash", ""))["slug"]
+        else:
+            target = wiki.move_page(slug, request.form.get("new_slug", "").strip(), request.form.get("basehash", ""))["slug"]
+    except HostcoreError as exc:
+        return page("move.html", namespace, slug=slug, doc=current, title=f"Move or rename {current.title}", error=str(exc)), 400
+    return redirect(render.page_href(target))
+
+
+@bp.route("/_/delete/<path:slug>", methods=["GET", "POST"])
+def delete(slug: str) -> Any:
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    wiki = host().wiki(require_writer(namespace))
+    current = wiki.page(slug)
+    if request.method == "GET":
+        return page("delete.html", namespace, slug=slug, doc=current, title=f"Delete {current.title}")
+    check_csrf()
+    try:
+        wiki.delete_page(slug, request.form.get("basehash") or None)
+    except Conflict as exc:
+        return page("message.html", namespace, title="Not deleted", slug=slug,
+                    message=f"{exc}. Read the page again before deleting it."), 409  # fmt: skip
+    return redirect(url_for("web.namespace_index", namespace=namespace))

@@ -1,0 +1,237 @@
+"""The web pages in a real headless Chromium against a real ``hostcore serve`` (gunicorn, 2 workers)
+on an instance made by ``hostcore init`` (the embedded default: git, SQLite search, tokens,
+accounts, web). Screenshots go to test-artifacts/web-*.png (docs/web.md shows them)."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.wait import WebDriverWait
+
+from hostcore import SYSTEM, create_app
+from hostcore.testing import cli, create_token, start_server, stop_process_group
+
+GUIDE = """# Guide
+
+Start with [[notes/setup]], then read [[plan|the plan]] (not written yet).
+
+## Install
+
+```python
+def greet(name: str) -> str:
+    return f"hello {name}"
+```
+
+## How it fits
+
+```mermaid
+graph LR
+  Browser --> Web[web plugin] --> Service[service layer] --> Storage[(git)]
+```
+"""
+
+
+@dataclass
+class Served:
+    base: str
+    password: str
+    token: str  # an admin token made on the command line, for changes "by someone else"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    instance = tmp_path_factory.mktemp("web-browser") / "instance"
+    init = cli(instance, "init")
+    password = re.search(r"admin, password \(shown once; keep it safe\): (\w+)", init.stdout).group(1)
+    app = create_app(instance_path=instance)
+    host = app.extensions["hostcore"]
+    admin = host.wiki(SYSTEM)
+    admin.save_namespace("notes", admin.read_namespace("notes")["hash"], title="Team notes", description="How we work",
+                         widgets=["pinned", "pages", "tags", "log", "health"], tree=["guide", "setup"])  # fmt: skip
+    admin.save_namespace("pub", title="The Gazette", public=True, skin="newsprint", palette="flexoki")
+    index = admin.list_pages("notes")["pages"]
+    hash_ = admin.read_page("notes/index")["hash"] if any(p["slug"] == "notes/index" for p in index) else None
+    admin.save_page("notes/index", hash_, body="Welcome. Start at [[guide]].", title="Team notes")
+    admin.save_page("notes/guide", body=GUIDE, title="Guide", tags=["howto", "start"], pin=True)
+    admin.save_page("notes/setup", body="# Setup\n\nInstall **hostcore**, then read [[guide]].", title="Setup", tags=["howto"])
+    admin.save_page("notes/race", body="Line one.\nLine two.\n", title="Race")
+    admin.save_page("pub/index", body="# Front page\n\nNews for everyone. See [[weather]].", title="The Gazette")
+    admin.save_page("pub/weather", body="Sunny, with a chance of **wiki**.", title="Weather")
+    host.close()
+    token = create_token(instance, "other-writer", ["admin"])
+    proc, base, _port, _log = start_server(instance)
+    try:
+        yield Served(base, password, token)
+    finally:
+        stop_process_group(proc)
+
+
+def mcp(base: str, token: str, tool: str, arguments: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """One stateless ``tools/call`` over HTTP: (status, JSON-RPC result or {})."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    request = urllib.request.Request(base + "/_/mcp", body.encode(), method="POST", headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    })  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code, {"error": exc.read().decode()[:500], "auth": exc.headers.get("WWW-Authenticate")}
+    payload = json.loads(text.split("data: ", 1)[1] if text.startswith("event:") else text)
+    return status, payload["result"]["structuredContent"]
+
+
+def sign_in(browser: Any, served: Served, next_path: str = "/") -> None:
+    browser.get(f"{served.base}/_/login?next={next_path}")
+    browser.find_element(By.ID, "name").send_keys("admin")
+    browser.find_element(By.ID, "password").send_keys(served.password)
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+
+
+def test_a_public_namespace_reads_signed_out_and_a_private_one_refuses(browser, served):
+    browser.get(served.base + "/pub/")
+    assert "News for everyone" in browser.find_element(By.TAG_NAME, "main").text
+    assert "skin-newsprint" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")
+    browser.screenshot("web-public-namespace")
+    browser.get(served.base + "/pub/weather")
+    assert browser.find_element(By.TAG_NAME, "h1").text.upper() == "WEATHER"
+    assert not browser.find_elements(By.LINK_TEXT, "Edit")
+    browser.get(served.base + "/notes/guide")
+    assert browser.current_url.startswith(served.base + "/_/login?next=")
+    assert "Guide" not in browser.page_source and "greet" not in browser.page_source
+    browser.get(served.base + "/notes/no-such-page")
+    assert browser.current_url.startswith(served.base + "/_/login?next=")  # the same answer: nothing leaks
+    browser.screenshot("web-private-refused")
+
+
+def test_read_a_page_with_links_code_and_a_mermaid_diagram(browser, served):
+    sign_in(browser, served, "/notes/guide")
+    assert browser.current_url == served.base + "/notes/guide"
+    body = browser.find_element(By.CSS_SELECTOR, ".body")
+    link = body.find_element(By.LINK_TEXT, "notes/setup")
+    assert "missing" not in link.get_attribute("class")
+    assert "missing" in body.find_element(By.LINK_TEXT, "the plan").get_attribute("class")
+    assert body.find_element(By.CSS_SELECTOR, "pre.highlight .k").text == "def"
+    svg = WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "pre.mermaid svg"))
+    assert "Storage" in svg[0].text or svg[0].size["width"] > 100
+    assert browser.find_element(By.ID, "install").tag_name == "h2"
+    browser.screenshot("web-page")
+    browser.click_and_wait(link)
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Setup"
+
+
+def test_open_a_search_hits_url_and_search(browser, served):
+    status, found = mcp(served.base, served.token, "search", {"query": "greet"})
+    assert status == 200 and found["results"][0]["url"] == served.base + "/notes/guide"
+    sign_in(browser, served, "/")
+    browser.get(found["results"][0]["url"])
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Guide"
+    browser.get(served.base + "/_/search")
+    browser.find_element(By.ID, "q").send_keys("tag:howto install")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.searchform button"))
+    hits = browser.find_elements(By.CSS_SELECTOR, ".hits li > a")
+    assert {h.text for h in hits} == {"Guide", "Setup"}
+    assert browser.find_elements(By.CSS_SELECTOR, ".snippet mark")
+    browser.screenshot("web-search")
+    browser.click_and_wait(hits[0])
+    assert browser.find_element(By.TAG_NAME, "h1").text in ("Guide", "Setup")
+
+
+def test_browse_a_namespace_with_widgets(browser, served):
+    sign_in(browser, served, "/notes/")
+    widgets = [w.get_attribute("class").split("widget-")[1] for w in browser.find_elements(By.CSS_SELECTOR, "section.widget")]
+    assert widgets == ["pinned", "pages", "tags", "log", "health"]
+    pages = [a.text for a in browser.find_elements(By.CSS_SELECTOR, ".widget-pages a")]
+    assert pages[:2] == ["Guide", "Setup"]  # the tree order first
+    assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, ".widget-pinned a")] == ["Guide"]
+    browser.screenshot("web-namespace")
+    browser.get(served.base + "/")
+    browser.screenshot("web-home")
+    browser.get(served.base + "/_/changes")
+    assert "notes/guide" in browser.find_element(By.TAG_NAME, "main").text
+    browser.screenshot("web-changes")
+
+
+def test_edit_lose_a_race_then_merge(browser, served):
+    sign_in(browser, served, "/_/edit/notes/race")
+    textarea = browser.find_element(By.ID, "body")
+    textarea.clear()
+    textarea.send_keys("Line one, edited in the browser.\nLine two.\n")
+    browser.screenshot("web-edit")
+    # someone else saves first, over MCP
+    _status, page = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
+    mcp(served.base, served.token, "save_page", {"slug": "notes/race", "basehash": page["hash"], "body": "Line one.\nLine two, by an assistant.\n"})
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.editor button[type=submit]"))
+    assert "Someone else changed" in browser.find_element(By.TAG_NAME, "h1").text
+    assert "by an assistant" in browser.find_element(By.ID, "theirs").text
+    assert "edited in the browser" in browser.find_element(By.ID, "mine").text
+    _status, now = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
+    assert now["body"] == "Line one.\nLine two, by an assistant.\n"  # nothing overwritten
+    browser.screenshot("web-conflict")
+    merged = browser.find_element(By.ID, "body")
+    merged.clear()
+    merged.send_keys("Line one, edited in the browser.\nLine two, by an assistant.\n")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.editor button[type=submit]"))
+    assert browser.current_url == served.base + "/notes/race"
+    _status, now = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
+    assert now["body"] == "Line one, edited in the browser.\nLine two, by an assistant.\n"
+
+
+def test_history_diff_and_restore(browser, served):
+    mcp(served.base, served.token, "save_page", {"slug": "notes/hist", "body": "First words.\n", "title": "Hist"})
+    _s, page = mcp(served.base, served.token, "read_page", {"slug": "notes/hist"})
+    mcp(served.base, served.token, "save_page", {"slug": "notes/hist", "basehash": page["hash"], "body": "Second words.\n"})
+    sign_in(browser, served, "/_/history/notes/hist")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "table.history tbody tr")) == 2
+    browser.screenshot("web-history")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form[action$='/_/diff/notes/hist'] button"))
+    assert browser.find_element(By.CSS_SELECTOR, ".d-del").text == "-First words."
+    assert browser.find_element(By.CSS_SELECTOR, ".d-add").text == "+Second words."
+    browser.screenshot("web-diff")
+    browser.back()
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "ul.restore button"))
+    assert browser.current_url == served.base + "/notes/hist"
+    assert "First words." in browser.find_element(By.CSS_SELECTOR, ".body").text
+
+
+def test_create_a_token_use_it_over_mcp_and_revoke_it(browser, served):
+    sign_in(browser, served, "/_/account/tokens")
+    browser.find_element(By.ID, "token-name").send_keys("browser-made")
+    browser.find_element(By.ID, "token-ns").send_keys("notes")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form[action$='/_/account/tokens'] button"))
+    token = browser.find_element(By.ID, "new-token").get_attribute("value")
+    assert token.startswith("hc_")
+    browser.screenshot("web-token-created")
+    status, page = mcp(served.base, token, "read_page", {"slug": "notes/setup"})
+    assert status == 200 and page["title"] == "Setup", page
+    status, listed = mcp(served.base, token, "list_namespaces", {})
+    assert [n["name"] for n in listed["namespaces"]] == ["notes"]
+    browser.get(served.base + "/_/account/tokens")
+    assert token not in browser.page_source  # shown once
+    assert browser.find_element(By.LINK_TEXT, "connected apps").get_attribute("href") == served.base + "/_/apps"
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "button[aria-label='Revoke browser-made']"))
+    assert "browser-made" not in browser.find_element(By.CSS_SELECTOR, "table.tokens").text
+    browser.screenshot("web-tokens")
+    assert mcp(served.base, token, "read_page", {"slug": "notes/setup"})[0] == 401
+
+
+def test_screens_for_the_docs(browser, served):
+    """The remaining pages a person reaches, for docs/web.md."""
+    sign_in(browser, served, "/_/new?namespace=notes")
+    browser.screenshot("web-new")
+    for path, name in [("/_/move/notes/setup", "web-move"), ("/_/delete/notes/setup", "web-delete"),
+                       ("/_/pages/notes", "web-all-pages"), ("/_/changes/notes", "web-changes-namespace"),
+                       ("/notes/nothing-here", "web-missing"), ("/notes/guide?section=Install", "web-section")]:  # fmt: skip
+        browser.get(served.base + path)
+        assert browser.find_element(By.TAG_NAME, "h1").text
+        browser.screenshot(name)
