@@ -390,7 +390,7 @@ class OAuthServer(AuthorizationServer):
                 person=code["person"], client_id=request.client.client_id, client_name=request.client.name,
                 scopes=code["scopes"], namespaces=code["namespaces"], audience=code["resource"],
             )  # fmt: skip
-        self.grants.issue(grant_id, token["access_token"], token.get("refresh_token"))
+        self.grants.issue(grant_id, token["access_token"], token.get("refresh_token"), scope_list(token["scope"]))
 
     def metadata(self) -> dict[str, Any]:
         """RFC 8414 authorization server metadata (with the MCP client ID metadata document flag)."""
@@ -411,19 +411,16 @@ class OAuthServer(AuthorizationServer):
     def authenticate(self, token: str) -> Principal | None:
         """The Principal of a live access token for this MCP endpoint, else None."""
         found = self.grants.access(token)
-        if found is None:
+        if found is None or found["audience"] != self.resource:
             return None
-        grant_id, grant = found
-        if grant.get("audience") != self.resource:
-            return None
-        person = self.find_person(grant["person"])
+        person = self.find_person(found["person"])
         if person is None:
             return None
-        scopes = frozenset(s for s in grant["scopes"] if person.has_scope(s))
-        chosen = frozenset(grant["namespaces"]) if grant["namespaces"] is not None else None
+        scopes = frozenset(s for s in found["scopes"] if person.has_scope(s))
+        chosen = frozenset(found["namespaces"]) if found["namespaces"] is not None else None
         if person.namespaces is not None:
             chosen = person.namespaces if chosen is None else chosen & person.namespaces
-        return Principal(name=person.name, scopes=scopes, namespaces=chosen, grant=grant_id)
+        return Principal(name=person.name, scopes=scopes, namespaces=chosen, grant=found["grant"])
 
     def consent_request(self) -> Any:
         """Authlib's validated grant for this authorization request (raises OAuth2Error)."""

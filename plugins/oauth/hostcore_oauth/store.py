@@ -7,8 +7,9 @@ Kinds (keys are digests of secrets, never the secrets):
   document's client is kept under ``oauth-cimd`` by its URL, for as long as its Cache-Control says.
 - ``oauth-code``: an authorization code by its SHA-256, for ``code_seconds``; taken once.
 - ``oauth-grant``: what a person approved for one app (scopes, namespaces, audience), by grant id,
-  for as long as its refresh token lives. Deleting it revokes every token of the grant.
-- ``oauth-access``: an access token by its SHA-256, for ``access_token_seconds``.
+  for as long as its refresh token lives. Revoking it deletes it and its access tokens.
+- ``oauth-access``: an access token by its SHA-256, for ``access_token_seconds``, with what a call
+  needs (person, scopes, namespaces, audience): one look-up per call.
 - ``oauth-refresh``: a refresh token by its SHA-256: its grant and whether it was used (rotated).
 - ``oauth-used``: when a grant was last used (written at most once a minute per worker).
 """
@@ -68,28 +69,34 @@ class GrantStore:
     def grant(self, grant_id: str) -> dict[str, Any] | None:
         return self.shared.get(GRANT, grant_id)
 
-    def issue(self, grant_id: str, access: str, refresh: str | None) -> None:
-        """Record a new access token (and refresh token) of the grant; a refresh extends the grant."""
-        self.shared.put(ACCESS, digest(access), {"grant": grant_id}, ttl=self.access_seconds)
+    def issue(self, grant_id: str, access: str, refresh: str | None, scopes: list[str]) -> None:
+        """Record a new access token (and refresh token) of the grant; a refresh extends the grant.
+
+        The access record carries what a call needs (person, scopes, namespaces, audience), so
+        validating a token is one look-up; revoking a grant deletes its access records, and a
+        token issued while its grant was being revoked is deleted here."""
+        grant = self.grant(grant_id)
+        if grant is None:
+            return
+        record = {"grant": grant_id, "scopes": scopes, **{k: grant[k] for k in ("person", "namespaces", "audience")}}
+        self.shared.put(ACCESS, digest(access), record, ttl=self.access_seconds)
         if refresh:
             self.shared.put(REFRESH, digest(refresh), {"grant": grant_id, "used": False}, ttl=self.refresh_seconds)
-            record = self.grant(grant_id)
-            if record is not None:
-                self.shared.put(GRANT, grant_id, record, ttl=self.refresh_seconds)
+            self.shared.put(GRANT, grant_id, grant, ttl=self.refresh_seconds)
+        if self.grant(grant_id) is None:  # revoked meanwhile: revoke_grant's sweep may have missed it
+            self.shared.delete(ACCESS, digest(access))
 
-    def access(self, token: str) -> tuple[str, dict[str, Any]] | None:
-        """(grant id, grant) of a live access token whose grant still stands, else None."""
+    def access(self, token: str) -> dict[str, Any] | None:
+        """The record of a live access token (its ``grant``, ``person``, ``scopes``, ``namespaces``,
+        ``audience``), else None."""
         found = self.shared.get(ACCESS, digest(token))
         if found is None:
-            return None
-        grant = self.grant(found["grant"])
-        if grant is None:
             return None
         now = time.time()
         if now - self._used.get(found["grant"], 0.0) > USED_EVERY:
             self._used[found["grant"]] = now
             self.shared.put(USED, found["grant"], {"at": now}, ttl=self.refresh_seconds)
-        return found["grant"], grant
+        return found
 
     def refresh(self, token: str) -> dict[str, Any] | None:
         """The refresh token's record (``grant``, ``used``), or None when unknown or expired."""
@@ -110,6 +117,9 @@ class GrantStore:
         """Revoke the grant: every access and refresh token of it stops working at once."""
         self.shared.delete(GRANT, grant_id)
         self.shared.delete(USED, grant_id)
+        for key, record in self.shared.scan(ACCESS):
+            if record.get("grant") == grant_id:
+                self.shared.delete(ACCESS, key)
 
     def revoke_access(self, token: str) -> None:
         self.shared.delete(ACCESS, digest(token))

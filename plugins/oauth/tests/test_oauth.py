@@ -122,6 +122,17 @@ def test_connect_call_step_up_refresh_revoke(client, app):
     assert refresh(client, client_id, new["refresh_token"]).json["error"] == "invalid_grant"
 
 
+def test_a_refresh_may_narrow_the_scope_but_never_widen_it(client):
+    client_id, tokens = connect(client, scopes=["read", "write"])
+    narrow = client.post("/_/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
+                                                 "refresh_token": tokens["refresh_token"], "scope": "read"}).json  # fmt: skip
+    assert narrow["scope"] == "read"
+    assert call(client, narrow["access_token"], "save_page", {"slug": "notes/n", "body": "x"}).status_code == 403
+    wide = client.post("/_/oauth/token", data={"grant_type": "refresh_token", "client_id": client_id,
+                                               "refresh_token": narrow["refresh_token"], "scope": "read write admin"})  # fmt: skip
+    assert wide.status_code == 400 and wide.json["error"] == "invalid_scope"
+
+
 def test_personal_tokens_keep_working_and_get_a_tool_error_beyond_their_scope(app, client):
     token = tokens_store(app.extensions["hostcore"]).create("reader", ["read"])
     answer = ok(call(client, token, "save_page", {"slug": "notes/x", "body": "x"}))
@@ -247,10 +258,8 @@ def test_a_token_for_another_resource_is_refused(client, app):
     # a grant whose audience is another resource (e.g. issued before PUBLIC_URL changed) is refused
     _, tokens = connect(client)
     shared = app.extensions["hostcore"].shared
-    grant_id = next(key for key, _ in shared.scan("oauth-grant"))
-    for key, record in shared.scan("oauth-grant"):
-        shared.put("oauth-grant", key, {**record, "audience": "https://old.example/_/mcp"})
-    assert grant_id
+    for key, record in shared.scan("oauth-access"):
+        shared.put("oauth-access", key, {**record, "audience": "https://old.example/_/mcp"})
     assert call(client, tokens["access_token"], "list_pages", {}).status_code == 401
 
 
