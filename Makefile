@@ -1,7 +1,8 @@
 # hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
 # Both install what they need into .venv (Python, with each plugin's test extra where it has one) and
 # .tools (Node 22 + the MCP conformance suite, pinned in tests/conformance/package-lock.json) and,
-# for the tests, the servers they start (Debian's redis-server: installed when run as root, else named).
+# for the tests, the servers they start (Debian's redis-server, chromium and chromium-driver: installed
+# when run as root, else named).
 
 PYTHON ?= python3
 VENV := .venv
@@ -30,12 +31,17 @@ serve: install
 	$(BIN)/hostcore --instance $(INSTANCE) init
 	$(BIN)/hostcore --instance $(INSTANCE) serve --bind $(BIND) --workers $(WORKERS)
 
+# Debian packages the tests start: redis-server, and Chromium with its driver for the browser tests
 servers:
-	@command -v redis-server >/dev/null || { \
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
+	[ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "the tests need redis-server: install Debian's redis-server package (sudo apt-get install redis-server)"; exit 1; \
+	    echo "the tests need Debian's$$missing: sudo apt-get install$$missing"; exit 1; \
 	  fi; }
 
 test: install tools servers lint

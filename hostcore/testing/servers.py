@@ -44,11 +44,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def cli(instance: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``hostcore --instance DIR ARGS`` (``env``: extra variables) and return the completed process."""
+def cli(
+    instance: Path, *args: str, check: bool = True, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``hostcore --instance DIR ARGS`` (``env``: extra variables; ``input``: its standard input)
+    and return the completed process."""
     env = hostcore_env(env)
     proc = subprocess.run(
         [*hostcore_cmd(), "--instance", str(instance), *args],
+        input=input,
         capture_output=True,
         text=True,
         timeout=60,

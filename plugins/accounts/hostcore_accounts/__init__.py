@@ -1,0 +1,333 @@
+"""People's accounts: a name, a password hashed with Argon2id, scopes and namespaces.
+
+Accounts live in ``host.shared`` (kind ``accounts``, keyed by name), so every worker and, with
+``REDIS_URL``, every host sees one set of accounts and one sign-in throttle. The plugin serves the
+sign-in page ``/_/login`` (and ``/_/logout``), answers the core's ``find_person`` hook (a signed-in
+person's scopes and namespaces; a disabled account is signed out at its next request) and adds
+``hostcore user create/list/disable/enable/passwd``.
+
+Throttling: each failed sign-in counts against the account name typed (whether or not it exists)
+and against the client address. After :data:`FREE_FAILURES` failures for a name (or
+:data:`FREE_FAILURES_PER_ADDRESS` from one address) within :data:`FAILURE_WINDOW` seconds, every
+further try waits first: 2 s after the next failure, then 4, 8 ... up to :data:`MAX_WAIT`. A try
+during the wait is refused without looking at the password. A successful sign-in clears the name's
+count. The counts are read-modify-write, so a burst of parallel failures may count fewer than it
+made; every try still costs an Argon2id hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import string
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from flask import Blueprint, Flask, redirect, render_template, request
+
+from hostcore import (
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    SCOPES,
+    NotFound,
+    Principal,
+    ValidationError,
+    check_csrf,
+    check_namespace,
+    hookimpl,
+    person,
+    safe_next,
+    sign_in,
+    sign_out,
+)
+
+KIND = "accounts"
+FAILURES = "login-failures"
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]{0,63}")
+MIN_PASSWORD = 10
+MAX_PASSWORD = 1024
+FREE_FAILURES = 5
+FREE_FAILURES_PER_ADDRESS = 20
+FAILURE_WINDOW = 3600.0
+MAX_WAIT = 900.0
+GENERIC_ERROR = "That name and password do not match an account that may sign in."
+
+_hasher = PasswordHasher()  # Argon2id, RFC 9106's second recommended profile (64 MiB, 3 passes, 4 lanes)
+_dummy_hash: str | None = None
+
+
+def hash_password(password: str) -> str:
+    check_password(password)
+    return _hasher.hash(password)
+
+
+def check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise ValidationError(f"a password needs at least {MIN_PASSWORD} characters; choose a longer one", field="password")
+    if len(password) > MAX_PASSWORD:
+        raise ValidationError(f"a password may have at most {MAX_PASSWORD} characters", field="password")
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ValidationError(
+            f"an account name is 1-64 lowercase letters, digits and . _ @ -, starting with a letter or digit (got {name!r})",
+            field="name",
+        )
+    return name
+
+
+def new_password() -> str:
+    """A random password for a first account: 20 letters and digits (about 119 bits)."""
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(20))
+
+
+class Accounts:
+    """The accounts of one wiki, in its shared state."""
+
+    def __init__(self, host: Any) -> None:
+        self.shared = host.shared
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self.shared.get(KIND, name) if NAME_RE.fullmatch(name or "") else None
+
+    def create(
+        self,
+        name: str,
+        password: str | None,
+        scopes: list[str],
+        namespaces: list[str] | None = None,
+        upstream: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Create an account (``password`` None: it signs in only through an upstream provider).
+        Raises ValidationError naming the field at fault; nothing is written then."""
+        check_name(name)
+        bad = [s for s in scopes if s not in SCOPES]
+        if not scopes or bad:
+            raise ValidationError(f"use one or more of {', '.join(SCOPES)} (got {', '.join(bad) or 'none'})", field="scope")
+        for ns in namespaces or []:
+            check_namespace(ns, "namespace")
+        record = {
+            "name": name,
+            "hash": hash_password(password) if password is not None else None,
+            "scopes": sorted(set(scopes)),
+            "namespaces": sorted(set(namespaces)) if namespaces else None,
+            "disabled": False,
+            "created": time.time(),
+            "last_sign_in": None,
+            "upstream": upstream,
+        }
+        if not self.shared.add(KIND, name, record):
+            raise ValidationError(f"an account named {name!r} exists; pick another name", field="name")
+        return record
+
+    def all(self) -> list[dict[str, Any]]:
+        return [record for _key, record in self.shared.scan(KIND)]
+
+    def update(self, name: str, **changes: Any) -> dict[str, Any]:
+        record = self.get(name)
+        if record is None:
+            raise NotFound(f"no account named {name!r}; `hostcore user list` shows them", field="name")
+        record.update(changes)
+        self.shared.put(KIND, name, record)
+        return record
+
+    def set_password(self, name: str, password: str) -> None:
+        self.update(name, hash=hash_password(password))
+
+    def verify(self, name: str, password: str) -> dict[str, Any] | None:
+        """The account if ``password`` is its password and it may sign in, else None. Costs one
+        Argon2id hash whether or not the account exists, so timing tells little."""
+        global _dummy_hash
+        record = self.get(name)
+        stored = record.get("hash") if record else None
+        if not stored or len(password) > MAX_PASSWORD:
+            if _dummy_hash is None:
+                _dummy_hash = _hasher.hash(secrets.token_urlsafe(16))
+            stored, record = _dummy_hash, None
+        try:
+            _hasher.verify(stored, password[:MAX_PASSWORD])
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return None
+        if record is None or record.get("disabled"):
+            return None
+        if _hasher.check_needs_rehash(stored):
+            record["hash"] = _hasher.hash(password)
+        record["last_sign_in"] = time.time()
+        self.shared.put(KIND, name, record)
+        return record
+
+    # --- throttling ------------------------------------------------------------------------
+
+    @staticmethod
+    def _subjects(name: str, address: str) -> list[tuple[str, int]]:
+        typed = hashlib.sha256(name.strip().lower().encode()).hexdigest()[:32]
+        return [(f"name:{typed}", FREE_FAILURES), (f"addr:{address}", FREE_FAILURES_PER_ADDRESS)]
+
+    def wait(self, name: str, address: str) -> float:
+        """Seconds to wait before this name may try again from this address (0: now)."""
+        now = time.time()
+        waits = [0.0]
+        for key, _free in self._subjects(name, address):
+            record = self.shared.get(FAILURES, key)
+            if record:
+                waits.append(float(record.get("until", 0)) - now)
+        return max(waits)
+
+    def failed(self, name: str, address: str) -> None:
+        now = time.time()
+        for key, free in self._subjects(name, address):
+            record = self.shared.get(FAILURES, key) or {"count": 0, "until": 0}
+            count = int(record["count"]) + 1
+            until = now + min(2.0 ** (count - free), MAX_WAIT) if count > free else 0
+            self.shared.put(FAILURES, key, {"count": count, "until": until}, ttl=FAILURE_WINDOW)
+
+    def succeeded(self, name: str, address: str) -> None:
+        self.shared.delete(FAILURES, self._subjects(name, address)[0][0])
+
+
+def accounts(host: Any) -> Accounts:
+    if "accounts" not in host.state:
+        host.state["accounts"] = Accounts(host)
+    return host.state["accounts"]
+
+
+def principal_of(record: dict[str, Any]) -> Principal:
+    namespaces = record.get("namespaces")
+    return Principal(
+        name=f"person:{record['name']}",
+        scopes=frozenset(record["scopes"]),
+        namespaces=frozenset(namespaces) if namespaces else None,
+    )
+
+
+@hookimpl
+def find_person(name: str, host: Any) -> Principal | None:
+    record = accounts(host).get(name)
+    if record is None or record.get("disabled"):
+        return None
+    return principal_of(record)
+
+
+@hookimpl
+def instance_created(host: Any) -> str | None:
+    password = new_password()
+    accounts(host).create("admin", password, ["admin"])
+    return f"First admin account (sign in at {LOGIN_PATH}): admin, password (shown once; keep it safe): {password}"
+
+
+@hookimpl
+def register_routes(app: Flask, host: Any) -> None:
+    here = Path(__file__).parent
+    pages = Blueprint(
+        "accounts", __name__, template_folder=str(here / "templates"),
+        static_folder=str(here / "static"), static_url_path="/_/static/accounts",
+    )  # fmt: skip
+
+    def page(target: str, name: str, error: str | None, who: Principal | None = None) -> str:
+        return render_template("accounts/login.html", next=target, name=name, error=error, who=who, sign_in_options=[])
+
+    @pages.route(LOGIN_PATH, methods=["GET", "POST"])
+    def login() -> Any:
+        target = safe_next(request.values.get("next"), "/")
+        if request.method == "GET":
+            return page(target, "", None, person(host))
+        check_csrf(host)
+        name = request.form.get("name", "").strip().lower()
+        password = request.form.get("password", "")
+        address = request.remote_addr or "unknown"
+        store = accounts(host)
+        wait = store.wait(name, address)
+        if wait > 0:
+            error = f"Too many failed sign-ins. Wait {int(wait) + 1} seconds, then try again."
+            return page(target, name, error), 429, {"Retry-After": str(int(wait) + 1)}
+        record = store.verify(name, password)
+        if record is None:
+            store.failed(name, address)
+            return page(target, name, GENERIC_ERROR), 401
+        store.succeeded(name, address)
+        sign_in(record["name"])
+        return redirect(target, 303)
+
+    @pages.route(LOGOUT_PATH, methods=["POST"])
+    def logout() -> Any:
+        check_csrf(host)
+        sign_out()
+        return redirect(LOGIN_PATH, 303)
+
+    app.register_blueprint(pages)
+
+
+def _read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    check_password(password)
+    return password
+
+
+@hookimpl
+def register_commands(cli: click.Group) -> None:
+    @cli.group("user")
+    def user_group() -> None:
+        """Create, list, disable and enable people's accounts, and set their passwords."""
+
+    stdin_option = click.option(
+        "--password-stdin", is_flag=True, help="read the password from the first line of standard input instead of a prompt"
+    )
+
+    @user_group.command("create")
+    @click.argument("name")
+    @click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), default=["write"], show_default=True,
+                  help="repeat for several")  # fmt: skip
+    @click.option("--namespace", "namespaces", multiple=True, help="limit the account to this namespace; repeat")
+    @stdin_option
+    @click.pass_obj
+    def create(obj: Any, name: str, scopes: tuple[str, ...], namespaces: tuple[str, ...], password_stdin: bool) -> None:
+        """Create an account; its password comes from a prompt (or --password-stdin)."""
+        check_name(name)
+        password = _read_password(password_stdin)
+        accounts(obj.host()).create(name, password, list(scopes), list(namespaces) or None)
+        click.echo(f"created account {name}")
+
+    @user_group.command("list")
+    @click.pass_obj
+    def list_(obj: Any) -> None:
+        """List accounts: name, scopes, namespaces, state, last sign-in."""
+        for a in accounts(obj.host()).all():
+            limit = ",".join(a["namespaces"]) if a.get("namespaces") else "all namespaces"
+            last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(a["last_sign_in"])) if a.get("last_sign_in") else "never"
+            state = "disabled" if a.get("disabled") else "active"
+            upstream = f"\t{a['upstream']['issuer']}" if a.get("upstream") else ""
+            click.echo(f"{a['name']}\t{' '.join(a['scopes'])}\t{limit}\t{state}\tlast sign-in {last}{upstream}")
+
+    def switch(command: str, disabled: bool, doc: str) -> None:
+        @user_group.command(command, help=doc)
+        @click.argument("name")
+        @click.pass_obj
+        def run(obj: Any, name: str) -> None:
+            accounts(obj.host()).update(name, disabled=disabled)
+            click.echo(f"{command}d {name}")
+
+    switch("disable", True, "Disable an account: it cannot sign in, and its open sessions end at their next request.")
+    switch("enable", False, "Enable a disabled account again.")
+
+    @user_group.command("passwd")
+    @click.argument("name")
+    @stdin_option
+    @click.pass_obj
+    def passwd(obj: Any, name: str, password_stdin: bool) -> None:
+        """Set an account's password (from a prompt, or --password-stdin)."""
+        store = accounts(obj.host())
+        if store.get(name) is None:
+            raise NotFound(f"no account named {name!r}; `hostcore user list` shows them", field="name")
+        store.set_password(name, _read_password(password_stdin))
+        click.echo(f"password of {name} changed")
