@@ -9,6 +9,7 @@ URI the client registered (exact match), so it redirects nowhere else.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from flask import Blueprint, Flask, Response, jsonify, render_template, request, session
 
-from hostcore import Forbidden, ValidationError, check_csrf, login_redirect, person
+from hostcore import CSP, Forbidden, ValidationError, check_csrf, login_redirect, person
 from hostcore_oauth.server import PATHS, OAuthServer, scope_list
 
 AUTHORIZE = PATHS["authorization_endpoint"]
@@ -117,11 +118,14 @@ def make_blueprint(server_of: Any) -> Blueprint:
             scopes_help=SCOPE_HELP,
             namespaces=namespaces,
             every_namespace=who.namespaces is None,
-            person=who.name,
+            person=name,
             action=request.full_path,
             problem=problem,
         )
-        return Response(page, 400 if problem else 200, mimetype="text/html")
+        response = Response(page, 400 if problem else 200, mimetype="text/html")
+        # The approval redirects to the client: a browser applies form-action to that redirect too.
+        response.headers["Content-Security-Policy"] = CSP.replace("form-action 'self'", f"form-action 'self' {_source(redirect_uri)}")
+        return response
 
     @bp.route(APPS_PATH, methods=["GET", "POST"])
     def apps() -> Any:
@@ -148,7 +152,7 @@ def make_blueprint(server_of: Any) -> Blueprint:
                 "namespaces": ", ".join(g["namespaces"]) if g["namespaces"] is not None else "every namespace",
                 "created": _when(g["created"]), "last_used": _when(g["last_used"]),
             })  # fmt: skip
-        page = render_template("oauth_apps.html", apps=list(connected.values()), done=done, person=who.name)
+        page = render_template("oauth_apps.html", apps=list(connected.values()), done=done, person=name)
         return Response(page, mimetype="text/html")
 
     return bp
@@ -159,6 +163,13 @@ SCOPE_HELP = {
     "write": "create, change, move and delete pages",
     "admin": "change namespace settings",
 }
+
+
+def _source(uri: str) -> str:
+    """The CSP source of a redirect URI: its origin, or its scheme for an app's own (``cursor:``)."""
+    parts = urlsplit(uri)
+    source = f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
+    return source if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[A-Za-z0-9.:\[\]-]+)?", source) else ""
 
 
 def _signed_in() -> tuple[Any, str]:

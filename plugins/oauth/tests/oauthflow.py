@@ -6,7 +6,22 @@ import base64
 import hashlib
 import re
 import secrets
+from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
+
+ACCESS_SECONDS = 3
+"""Access token lifetime of the served instance (short, so the clients refresh)."""
+PASSWORD = "correct horse battery staple"
+"""Password of ``ann``, the served instance's account."""
+
+
+class Served:
+    """The served instance (see conftest.py): base URL, MCP URL, document server, instance folder."""
+
+    def __init__(self, base: str, docs: Any, instance: Any) -> None:
+        self.base, self.docs, self.instance = base, docs, instance
+        self.url = base + "/_/mcp"
+
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 

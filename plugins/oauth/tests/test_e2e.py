@@ -1,9 +1,10 @@
 """End to end: ``hostcore serve`` (gunicorn, 2 workers) on an instance made by ``hostcore init``
-(which enables oauth), driven by the official clients' own OAuth support: the Python SDK's
+(which enables accounts and oauth), driven by the official clients' own OAuth support: the Python SDK's
 OAuthClientProvider and the TypeScript SDK's. Each runs the whole flow, once registering through
 a client ID metadata document (served over https by a loopback server) and once through DCR:
-401, discovery, registration, PKCE, sign-in, consent, token, tool calls, step-up after
-insufficient_scope, refresh; then the person disconnects the app on /_/apps and its tokens get 401.
+401, discovery, registration, PKCE, sign-in (an account made by ``hostcore user create``, signed
+in on /_/login), consent, token, tool calls, step-up after insufficient_scope, refresh; then the
+person disconnects the app on /_/apps and its tokens get 401.
 """
 
 from __future__ import annotations
@@ -11,62 +12,22 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx2
 import pytest
-from docserver import DocServer
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from oauthflow import ACCESS_SECONDS, PASSWORD, Served
 
 from hostcore import testing
 
 HERE = Path(__file__).resolve().parent
 REDIRECT = "http://127.0.0.1:33418/callback"
-ACCESS_SECONDS = 3
-
-
-class Server:
-    def __init__(self, base: str, docs: DocServer, instance: Path) -> None:
-        self.base, self.docs, self.instance = base, docs, instance
-        self.url = base + "/_/mcp"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("oauth-e2e")
-    instance = root / "instance"
-    init = testing.cli(instance, "init")
-    admin = re.search(r"hc_[A-Za-z0-9_-]+", init.stdout).group(0)
-    plugins = tomllib.loads((instance / "hostcore.toml").read_text())["PLUGINS"]
-    assert "oauth" in plugins, "hostcore init enables oauth"
-    docs = DocServer(tls_dir=root)
-    env = {
-        "HOSTCORE_PLUGINS": json.dumps([*plugins, "oauth_testing.people"]),
-        "HOSTCORE_PLUGIN_CONFIG__OAUTH__METADATA_ALLOW_LOOPBACK": "true",
-        "HOSTCORE_PLUGIN_CONFIG__OAUTH__ACCESS_TOKEN_SECONDS": str(ACCESS_SECONDS),
-        "PYTHONPATH": str(HERE),
-        "SSL_CERT_FILE": str(docs.ca_file),  # the loopback document server's certificate
-    }
-    proc, base, _, _ = testing.start_server(instance, 2, env=env)
-    try:
-        anyio.run(_seed, base + "/_/mcp", admin)
-        yield Server(base, docs, instance)
-    finally:
-        testing.stop_process_group(proc)
-        docs.close()
-
-
-async def _seed(url: str, admin: str) -> None:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {admin}"}) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:  # type: ignore[arg-type]
-            made = await client.call_tool("save_namespace", {"name": "team", "title": "Team"})
-            assert not made.is_error, made.content  # notes/index is the page `hostcore init` made
 
 
 class Browser:
@@ -79,7 +40,11 @@ class Browser:
         self.seen: list[dict[str, str]] = []
 
     async def sign_in(self, name: str = "ann") -> str:
-        await self.http.get(f"/_/test/sign-in/{name}")
+        """Sign in on /_/login (the accounts plugin) and return the session cookie."""
+        page = await self.http.get("/_/login")
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+        done = await self.http.post("/_/login", data={"csrf_token": csrf, "name": name, "password": PASSWORD, "next": "/_/apps"})
+        assert done.status_code == 303 or done.status_code == 302, done.text
         return f"hostcore_session={self.http.cookies['hostcore_session']}"
 
     async def approve(self, url: str) -> None:
@@ -132,7 +97,7 @@ class Storage:
         self.client_info = info
 
 
-async def _after_disconnect(srv: Server, browser: Browser, client_id: str, access: str, refresh: str) -> None:
+async def _after_disconnect(srv: Served, browser: Browser, client_id: str, access: str, refresh: str) -> None:
     await browser.disconnect(client_id)
     async with httpx2.AsyncClient() as http:
         answer = await http.post(srv.url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -145,7 +110,9 @@ async def _after_disconnect(srv: Server, browser: Browser, client_id: str, acces
 
 
 @pytest.mark.parametrize(("registration", "mode"), [("metadata document", "2026-07-28"), ("dcr", "legacy")])
-def test_python_sdk_oauth_flow(server, registration, mode):
+def test_python_sdk_oauth_flow(served, registration, mode):
+    server = served
+
     async def flow(browser: Browser) -> None:
         await browser.sign_in()
         metadata_url = None
@@ -196,7 +163,8 @@ def typescript_sdk() -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("registration", ["metadata document", "dcr"])
-def test_typescript_sdk_oauth_flow(server, typescript_sdk, registration):
+def test_typescript_sdk_oauth_flow(served, typescript_sdk, registration):
+    server = served
     node, folder = typescript_sdk
 
     async def run() -> None:

@@ -195,6 +195,17 @@ def test_consent_needs_a_signed_in_person_and_shows_the_hosts(client):
     page = client.get(url)
     assert "Test App" in page.text and "callback.example.net" in page.text and "by the app itself" in page.text
     assert page.headers["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in page.headers["Content-Security-Policy"]
+    # the approval's redirect to the app is allowed by form-action (browsers apply it to redirects)
+    assert "form-action 'self' https://callback.example.net;" in page.headers["Content-Security-Policy"]
+
+
+def test_the_consent_page_policy_names_only_the_redirect_origin(client):
+    client.get("/_/test/sign-in/ann")
+    for uri, source in (("cursor://anysphere.cursor-mcp/oauth/callback", "cursor:"),
+                        ("https://a.example;script-src 'unsafe-inline'/cb", "")):  # fmt: skip
+        client_id = register(client, uri)["client_id"]
+        policy = client.get(authorize_url(client_id, uri, pkce()[1])).headers["Content-Security-Policy"]
+        assert f"form-action 'self' {source};" in policy and "unsafe-inline" not in policy
 
 
 def test_consent_without_csrf_or_from_another_origin_grants_nothing(client):
