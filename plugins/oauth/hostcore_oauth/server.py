@@ -391,6 +391,9 @@ class OAuthServer(AuthorizationServer):
                 scopes=code["scopes"], namespaces=code["namespaces"], audience=code["resource"],
             )  # fmt: skip
         self.grants.issue(grant_id, token["access_token"], token.get("refresh_token"), scope_list(token["scope"]))
+        client = request.client
+        if client.record.get("source") == "dcr":  # a registered client lives as long as its newest grant
+            self.shared.put(store.CLIENT, client.client_id, client.record, ttl=self.grants.refresh_seconds)
 
     def metadata(self) -> dict[str, Any]:
         """RFC 8414 authorization server metadata (with the MCP client ID metadata document flag)."""
