@@ -9,6 +9,7 @@ from typing import Any
 
 import pluggy
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from hostcore.errors import StartupError
 from hostcore.host.config import Config, read_config
@@ -86,6 +87,9 @@ def create_app(
     app = Flask("hostcore", instance_path=str(instance))
     app.config["MAX_CONTENT_LENGTH"] = host.config["MAX_REQUEST_BYTES"]
     app.extensions["hostcore"] = host
+    if host.config["TRUSTED_PROXIES"]:  # the client's address and scheme as the proxies in front saw them
+        proxies = host.config["TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies)  # type: ignore[method-assign]
     transport.install(app, host)
     files.install(app)
     sessions.install(app, host)

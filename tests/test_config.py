@@ -188,3 +188,9 @@ def test_authorization_servers_is_a_setting(tmp_path):
     assert metadata["authorization_servers"] == ["https://auth.example"]
     with pytest.raises(ConfigError, match="AUTHORIZATION_SERVERS: 'auth.example' must start with http:// or https://"):
         load_config(tmp_path, {"AUTHORIZATION_SERVERS": ["auth.example"]}, environ={})
+
+
+def test_trusted_proxies_is_a_small_count(tmp_path):
+    for bad in (-1, 6, "1"):
+        with pytest.raises(ConfigError, match="TRUSTED_PROXIES"):
+            create_app({"PLUGINS": ["fs"], "STORAGE": "fs", "TRUSTED_PROXIES": bad}, instance_path=tmp_path)

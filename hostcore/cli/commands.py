@@ -36,6 +36,7 @@ SEARCH = "{search}"
 # PUBLIC_URL = "https://wiki.example.org"
 # ALLOWED_HOSTS = ["wiki.example.org"]
 # ALLOWED_ORIGINS = ["https://wiki.example.org"]
+# TRUSTED_PROXIES = 1   # behind a reverse proxy that sets X-Forwarded-For
 # Secrets: {{"$env" = "NAME"}} reads an environment variable, e.g.
 # [PLUGIN_CONFIG.git]
 # remote = {{"$env" = "WIKI_BACKUP_REMOTE"}}

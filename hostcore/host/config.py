@@ -49,6 +49,9 @@ SETTINGS: dict[str, Setting] = {
     "RATE_LIMITS": Setting(
         dict, DEFAULT_LIMITS, 'per principal: "requests" and "writes", each like "300/minute" or "off"'
     ),
+    "TRUSTED_PROXIES": Setting(
+        int, 0, "reverse proxies in front of the wiki whose X-Forwarded-For and X-Forwarded-Proto are believed"
+    ),
     "REDIS_URL": Setting(
         str, "", "Redis holding what workers and hosts share (rate limit counters); empty: each worker's memory"
     ),
@@ -234,6 +237,9 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
         problems.append(
             f"{where(config, 'MAX_REQUEST_BYTES')}: must be at least 2097152 so a full 1 MiB page fits with its envelope"
         )
+    proxies = config.get("TRUSTED_PROXIES")
+    if isinstance(proxies, int) and not isinstance(proxies, bool) and not 0 <= proxies <= 5:
+        problems.append(f"{where(config, 'TRUSTED_PROXIES')}: the number of proxies in front, 0 (none) to 5, got {proxies!r}")
     for key in ("MAX_ATTACHMENT_BYTES", "UPLOAD_URL_SECONDS", "EXTRACT_TIMEOUT_SECONDS", "EXTRACT_MEMORY_BYTES"):
         value = config.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value <= 0:

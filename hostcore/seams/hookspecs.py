@@ -83,6 +83,12 @@ def find_person(name: str, host: Host) -> Principal | None:
 
 
 @hookspec
+def sign_in_options(host: Host) -> list[tuple[str, str]] | None:
+    """Other ways to sign in, as ``(label, url)`` pairs: the sign-in page shows a "Sign in with
+    <label>" button for each, sending the ``next`` path along as a query parameter."""
+
+
+@hookspec
 def startup(host: Host) -> None:
     """The host is built: check your config and prepare state. Raise StartupError with the fix."""
 

@@ -49,6 +49,7 @@ from hostcore import (
 
 KIND = "accounts"
 FAILURES = "login-failures"
+SIGN_INS = "account-sign-ins"
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]{0,63}")
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
@@ -121,7 +122,6 @@ class Accounts:
             "namespaces": sorted(set(namespaces)) if namespaces else None,
             "disabled": False,
             "created": time.time(),
-            "last_sign_in": None,
             "upstream": upstream,
         }
         if not self.shared.add(KIND, name, record):
@@ -159,10 +159,18 @@ class Accounts:
         if record is None or record.get("disabled"):
             return None
         if _hasher.check_needs_rehash(stored):
-            record["hash"] = _hasher.hash(password)
-        record["last_sign_in"] = time.time()
-        self.shared.put(KIND, name, record)
+            self.set_password(name, password)
+        self.signed_in(name)
         return record
+
+    def signed_in(self, name: str) -> None:
+        """Note a sign-in: in a record of its own, so it never overwrites a change made meanwhile
+        (an operator disabling the account while its password was being checked)."""
+        self.shared.put(SIGN_INS, name, {"at": time.time()})
+
+    def last_sign_in(self, name: str) -> float | None:
+        record = self.shared.get(SIGN_INS, name)
+        return float(record["at"]) if record else None
 
     # --- throttling ------------------------------------------------------------------------
 
@@ -232,7 +240,8 @@ def register_routes(app: Flask, host: Any) -> None:
     )  # fmt: skip
 
     def page(target: str, name: str, error: str | None, who: Principal | None = None) -> str:
-        return render_template("accounts/login.html", next=target, name=name, error=error, who=who, sign_in_options=[])
+        options = [option for found in host.pm.hook.sign_in_options(host=host) for option in found or ()]
+        return render_template("accounts/login.html", next=target, name=name, error=error, who=who, sign_in_options=options)
 
     @pages.route(LOGIN_PATH, methods=["GET", "POST"])
     def login() -> Any:
@@ -302,9 +311,11 @@ def register_commands(cli: click.Group) -> None:
     @click.pass_obj
     def list_(obj: Any) -> None:
         """List accounts: name, scopes, namespaces, state, last sign-in."""
-        for a in accounts(obj.host()).all():
+        store = accounts(obj.host())
+        for a in store.all():
+            seen = store.last_sign_in(a["name"])
             limit = ",".join(a["namespaces"]) if a.get("namespaces") else "all namespaces"
-            last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(a["last_sign_in"])) if a.get("last_sign_in") else "never"
+            last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(seen)) if seen else "never"
             state = "disabled" if a.get("disabled") else "active"
             upstream = f"\t{a['upstream']['issuer']}" if a.get("upstream") else ""
             click.echo(f"{a['name']}\t{' '.join(a['scopes'])}\t{limit}\t{state}\tlast sign-in {last}{upstream}")

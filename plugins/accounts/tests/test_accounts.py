@@ -55,7 +55,7 @@ def test_sign_in_and_out(app):
     response = login(client, "alice", PASSWORD, next="/notes/index?x=1")
     assert response.status_code == 303 and response.headers["Location"] == "/notes/index?x=1"
     assert whoami(client) == "person:alice"
-    assert app.extensions["hostcore"].shared.get("accounts", "alice")["last_sign_in"] is not None
+    assert accounts(app.extensions["hostcore"]).last_sign_in("alice") is not None
     assert client.post("/_/logout", data={}).status_code == 403  # no CSRF token: still signed in
     assert whoami(client) == "person:alice"
     out = client.post("/_/logout", data={"csrf_token": csrf(client)})
@@ -186,7 +186,7 @@ def test_user_commands(tmp_path):
 
     listed = user("list").stdout.splitlines()
     assert [line.split("\t")[0] for line in listed] == ["admin", "carol", "dave"]
-    assert listed[1].split("\t")[1:4] == ["read", "team", "active"] and listed[2].split("\t")[1] == "write"
+    assert listed[1].split("\t")[1:5] == ["read", "team", "active", "last sign-in never"] and listed[2].split("\t")[1] == "write"
     assert user("disable", "carol").returncode == 0 and "\tdisabled\t" in user("list").stdout.splitlines()[1]
     assert user("enable", "carol").returncode == 0 and "\tactive\t" in user("list").stdout.splitlines()[1]
     assert "no account named 'nobody'" in user("disable", "nobody").stderr
@@ -198,3 +198,43 @@ def test_user_commands(tmp_path):
     assert store.verify("carol", "a new long password") is not None and store.verify("carol", "a long password") is None
     assert store.verify("admin", admin_password) is not None and "admin" in store.get("admin")["scopes"]
     host.close()
+
+
+class Elsewhere:
+    @hookimpl
+    def sign_in_options(self, host):
+        return [("Example ID", "/_/elsewhere/login")]
+
+
+def test_hook_sign_in_options(tmp_path):
+    app = create_app(CONFIG, instance_path=tmp_path / "instance", plugins=[Elsewhere()])
+    page = app.test_client().get("/_/login", query_string={"next": "/notes/a"}).text
+    assert '<a class="button secondary" href="/_/elsewhere/login?next=%2Fnotes%2Fa">Sign in with Example ID</a>' in page
+    app.extensions["hostcore"].close()
+
+
+def test_behind_trusted_proxies_the_forwarded_address_is_throttled(tmp_path):
+    """TRUSTED_PROXIES = 1: X-Forwarded-For names the client (each one throttled on its own);
+    without it the header is ignored, so a client cannot dodge throttling by sending one."""
+    import time
+
+    for proxies, blocked, free in ((1, "198.51.100.1", "198.51.100.2"), (0, "127.0.0.1", None)):
+        app = create_app(dict(CONFIG, TRUSTED_PROXIES=proxies), instance_path=tmp_path / f"i{proxies}", plugins=[WhoAmI()])
+        host = app.extensions["hostcore"]
+        accounts(host).create("alice", PASSWORD, ["write"])
+        host.shared.put(FAILURES, f"addr:{blocked}", {"count": 30, "until": time.time() + 600})
+
+        def attempt(forwarded, password=PASSWORD, app=app):
+            client = app.test_client()
+            token = csrf(client)
+            return client.post("/_/login", data={"csrf_token": token, "name": "alice", "password": password},
+                               headers={"X-Forwarded-For": forwarded})  # fmt: skip
+
+        assert attempt(blocked).status_code == 429
+        if free:
+            assert attempt(free).status_code == 303
+            assert attempt("203.0.113.9", "wrong password").status_code == 401
+            assert host.shared.get(FAILURES, "addr:203.0.113.9")["count"] == 1
+        else:
+            assert attempt("198.51.100.2").status_code == 429  # the header is not believed
+        host.close()
