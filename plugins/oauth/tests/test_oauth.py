@@ -332,3 +332,28 @@ def test_bad_settings_are_named(tmp_path):
         make_app(tmp_path, access_token_second=60, code_seconds=-1)
     assert "PLUGIN_CONFIG.oauth.access_token_second: unknown setting" in str(err.value)
     assert "PLUGIN_CONFIG.oauth.code_seconds: expected a positive int, got -1" in str(err.value)
+
+
+def test_with_redis_two_hosts_share_clients_grants_and_revocation(tmp_path):
+    """Two hosts (two instance folders) on one real Redis: a client registered and a token issued
+    on one works on the other, and a disconnect on either is refused by both at once."""
+    from hostcore.testing import redis_server
+
+    with redis_server() as redis:
+        apps = []
+        for name in ("a", "b"):
+            config = {"PLUGINS": ["fs", "tokens", "oauth"], "STORAGE": "fs", "REDIS_URL": redis.url}
+            apps.append(create_app(config, instance_path=tmp_path / name, plugins=[people]))
+        one, two = (app.test_client() for app in apps)
+        client_id, tokens = connect(one)
+        assert ok(call(two, tokens["access_token"], "list_namespaces", {}))
+        assert refresh(two, client_id, tokens["refresh_token"]).status_code == 200  # rotated on b ...
+        assert refresh(one, client_id, tokens["refresh_token"]).json["error"] == "invalid_grant"  # ... a replay on a
+        other, tokens = connect(two)
+        assert ok(call(one, tokens["access_token"], "list_namespaces", {}))
+        done = two.post("/_/apps", data={"client_id": other, "csrf_token": csrf_of(two.get("/_/apps").text)})
+        assert "Disconnected" in done.text
+        assert call(one, tokens["access_token"], "list_namespaces", {}).status_code == 401
+        assert not (tmp_path / "a" / "shared.sqlite").exists()
+        for app in apps:
+            app.extensions["hostcore"].close()
