@@ -53,6 +53,7 @@ from hostcore.seams.storage import (
 )
 from hostcore.seams.tool import Tool, tool
 from hostcore.web.sessions import (
+    CSP,
     LOGIN_PATH,
     LOGOUT_PATH,
     check_csrf,
@@ -76,6 +77,7 @@ def create_app(*args, **kwargs):
 
 __all__ = [
     "ANY",
+    "CSP",
     "LOGIN_PATH",
     "LOGOUT_PATH",
     "SCOPES",

@@ -24,7 +24,7 @@ from hostcore.host.config import CONFIG_FILE, load_config
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
-EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs", "accounts", "web"]
+EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs", "accounts", "oauth", "web"]
 EMBEDDED_STORAGE = "git"
 EMBEDDED_SEARCH = "sqlite"
 

@@ -32,13 +32,16 @@ class Unauthorized(HostcoreError):
 @dataclass(frozen=True)
 class Principal:
     """The caller. ``namespaces`` None means every namespace; ``client`` is the MCP clientInfo name;
-    ``rate_limited`` False exempts it from RATE_LIMITS (counted per ``name``)."""
+    ``rate_limited`` False exempts it from RATE_LIMITS (counted per ``name``); ``grant`` names the
+    OAuth grant its token comes from (None for a personal token): a call beyond an OAuth grant's
+    scopes is refused with HTTP 403 ``insufficient_scope`` so the client can ask for more."""
 
     name: str
     scopes: frozenset[str]
     namespaces: frozenset[str] | None = None
     client: str | None = None
     rate_limited: bool = True
+    grant: str | None = None
 
     def has_scope(self, scope: str) -> bool:
         need = SCOPE_ORDER[scope]

@@ -4,12 +4,13 @@ OAuth protected-resource metadata (RFC 9728) that a 401 points clients to."""
 from __future__ import annotations
 
 import io
+import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from hostcore.domain.principal import Principal, Unauthorized
+from hostcore.domain.principal import SCOPES, Principal, Unauthorized
 from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ def check_origin() -> Response | None:
     return None
 
 
+def _challenge(host: Host) -> str:
+    return f'Bearer resource_metadata="{host.config["PUBLIC_URL"].rstrip("/")}{METADATA_PATH}{MCP_PATH}"'
+
+
 def authenticate(host: Host) -> Principal | Response:
     """The caller's Principal, or a 401 response pointing at the resource metadata."""
     sent = "Authorization" in request.headers
@@ -86,11 +91,35 @@ def authenticate(host: Host) -> Principal | Response:
         reason = "invalid or expired token" if sent else "a bearer token is required"
     if principal is not None:
         return principal
-    challenge = f'Bearer resource_metadata="{host.config["PUBLIC_URL"].rstrip("/")}{METADATA_PATH}{MCP_PATH}"'
-    challenge += ', scope="read write"'
+    challenge = _challenge(host) + ', scope="read write"'
     if sent:
         challenge += ', error="invalid_token"'
     return _json_error(401, f"Unauthorized: {reason}", {"WWW-Authenticate": challenge})
+
+
+def step_up(host: Host, principal: Principal) -> Response | None:
+    """403 ``insufficient_scope`` for a tools/call beyond an OAuth grant's scopes, so the client
+    asks the person for more (MCP authorization, scope challenge); the tool's scope is known
+    before dispatch. A personal token gets the tool error instead: it cannot step up."""
+    data = request.environ["wsgi.input"].read(int(request.environ.get("CONTENT_LENGTH") or 0))
+    request.environ["wsgi.input"] = io.BytesIO(data)
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return None  # the SDK answers the parse error
+    needed = set()
+    for message in body if isinstance(body, list) else [body]:
+        params = message.get("params") if isinstance(message, dict) and message.get("method") == "tools/call" else None
+        name = params.get("name") if isinstance(params, dict) else None
+        t = host.tools.get(name) if isinstance(name, str) else None
+        if t is not None and not principal.has_scope(t.scope):
+            needed.add(t.scope)
+    if not needed:
+        return None
+    scope = " ".join(s for s in SCOPES if s in needed or s in principal.scopes)
+    message = f"insufficient_scope: this call needs the {' '.join(sorted(needed))!s} scope, which was not granted; approve it again with {scope!r}"
+    challenge = _challenge(host) + f', error="insufficient_scope", scope="{scope}", error_description="{message}"'
+    return _json_error(403, message, {"WWW-Authenticate": challenge})
 
 
 @bp.route(MCP_PATH, methods=["GET", "POST", "DELETE"])
@@ -123,6 +152,10 @@ def mcp_endpoint() -> Any:
             return _json_error(413, f"Request body is over the limit of {limit} bytes")
         request.environ["wsgi.input"] = io.BytesIO(data)
         request.environ["CONTENT_LENGTH"] = str(len(data))
+    if principal.grant is not None:
+        refused = step_up(host, principal)
+        if refused is not None:
+            return refused
     request.environ[PRINCIPAL_KEY] = principal
     return current_app.extensions["hostcore.mcp"]
 

@@ -4,7 +4,8 @@
 - :class:`SearchConformance` (``search_suite``): subclass it with ``make_backend(root)``.
 - :func:`plugin_manager`: hostcore's hooks with your plugin registered, to call its hooks.
 - :func:`small_disk`, :func:`fill_disk`: a real full disk (a tmpfs; needs root).
-- ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port.
+- ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port;
+  :func:`typescript_sdk`: the pinned Node and TypeScript SDK, to drive a server with the TS client.
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
 """
@@ -21,6 +22,7 @@ from hostcore.testing.servers import (
     hostcore_env,
     start_server,
     stop_process_group,
+    typescript_sdk,
 )
 from hostcore.testing.storage_suite import StorageConformance
 
@@ -40,4 +42,5 @@ __all__ = [
     "small_disk",
     "start_server",
     "stop_process_group",
+    "typescript_sdk",
 ]

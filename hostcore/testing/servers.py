@@ -148,3 +148,13 @@ def start_server(
     return proc, base, port, log
 
 
+def typescript_sdk() -> tuple[str, str]:
+    """(node, the ``@modelcontextprotocol/sdk`` package folder): the Node 22 and TypeScript SDK
+    pinned by ``tests/conformance`` in a source checkout, installed by its ``run.sh`` if absent
+    (``CONFORMANCE_TOOLS`` names another tools folder)."""
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([str(root / "tests/conformance/run.sh"), "--install"], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"installing the TypeScript SDK failed:\n{proc.stderr}")
+    tools = Path(os.environ.get("CONFORMANCE_TOOLS", root / ".tools/conformance")) / "node_modules"
+    return str(tools / "node/bin/node"), str(tools / "@modelcontextprotocol/sdk")

@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
+from hostcore import testing
+
 from .conftest import error_object, mcp_session, ok
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 SCRIPT = HERE / "ts_client.mjs"
 CLIENTS = ("typescript", "python 2026-07-28", "python legacy")
 
@@ -32,10 +33,7 @@ CLIENTS = ("typescript", "python 2026-07-28", "python legacy")
 @pytest.fixture(scope="session")
 def typescript_sdk() -> tuple[str, str]:
     """(node, SDK folder), installed from tests/conformance/package-lock.json if they are not yet."""
-    proc = subprocess.run([str(ROOT / "tests/conformance/run.sh"), "--install"], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    tools = Path(os.environ.get("CONFORMANCE_TOOLS", ROOT / ".tools/conformance")) / "node_modules"
-    return str(tools / "node/bin/node"), str(tools / "@modelcontextprotocol/sdk")
+    return testing.typescript_sdk()
 
 
 def typescript_calls(sdk: tuple[str, str], url: str, sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:

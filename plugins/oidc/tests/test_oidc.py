@@ -184,7 +184,7 @@ client_id = "wiki"
 client_secret = {{"$env" = "TEST_OIDC_SECRET"}}
 allowed_domains = ["example.org"]
 """)
-    toml.write_text(toml.read_text().replace('"accounts"]', '"accounts", "oidc"]'))
+    toml.write_text(toml.read_text().replace('"accounts"', '"accounts", "oidc"', 1))
     proc, base, _port, _log = start_server(instance, env={"TEST_OIDC_SECRET": SECRET})
     try:
         provider.add_client("wiki", SECRET, f"{base}/_/oidc/test/callback")

@@ -1,0 +1,193 @@
+"""The HTTP side of the authorization server: RFC 8414 metadata, the token, registration and
+revocation endpoints (Authlib answers them), the consent page and the connected apps page.
+
+The consent page needs a signed-in person, names the app by its name *and* where it sends the
+person back and where its metadata document lives, lets the person narrow the scopes (never beyond
+their own) and the namespaces, and takes a CSRF-checked POST. Its only redirect goes to a redirect
+URI the client registered (exact match), so it redirects nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from authlib.oauth2.rfc6749.errors import OAuth2Error
+from flask import Blueprint, Flask, Response, jsonify, render_template, request, session
+
+from hostcore import CSP, Forbidden, ValidationError, check_csrf, login_redirect, person
+from hostcore_oauth.server import PATHS, OAuthServer, scope_list
+
+AUTHORIZE = PATHS["authorization_endpoint"]
+APPS_PATH = "/_/apps"
+METADATA_PATHS = (
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/_/mcp",
+    "/.well-known/openid-configuration",
+)
+ALL = "*"
+
+
+def _open(response: Response) -> Response:
+    """Endpoints a browser-based MCP client calls from its own origin (no cookies are involved)."""
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, MCP-Protocol-Version"
+    response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+    response.headers["Cache-Control"] = response.headers.get("Cache-Control", "no-store")
+    return response
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t)) if t else "never"
+
+
+def make_blueprint(server_of: Any) -> Blueprint:
+    bp = Blueprint("hostcore_oauth", __name__, template_folder="templates")
+
+    def server() -> OAuthServer:
+        return server_of()
+
+    def metadata() -> Response:
+        return _open(jsonify(server().metadata()))
+
+    for number, path in enumerate(METADATA_PATHS):
+        bp.add_url_rule(path, f"metadata{number}", metadata)
+
+    def endpoint(name: str) -> Any:
+        def view() -> Response:
+            if request.method == "OPTIONS":
+                return _open(Response(status=204))
+            if name == "token":
+                return _open(server().create_token_response())
+            return _open(server().create_endpoint_response(name))
+
+        return view
+
+    for key, name in (("token_endpoint", "token"), ("revocation_endpoint", "revocation"),
+                      ("registration_endpoint", "client_registration")):  # fmt: skip
+        bp.add_url_rule(PATHS[key], name, endpoint(name), methods=["POST", "OPTIONS"])
+
+    @bp.route(AUTHORIZE, methods=["GET", "POST"])
+    def authorize() -> Any:
+        who, name = _signed_in()
+        if who is None:
+            return login_redirect()
+        srv = server()
+        try:
+            grant = srv.consent_request()
+        except OAuth2Error as error:
+            if error.redirect_uri:  # a registered redirect URI (exact match): tell the client
+                return srv.handle_error_response(None, error)
+            raise ValidationError(f"{error.error}: {error.description or 'the app sent an invalid request'}; "
+                                  "go back to the app and connect again", field="request") from None  # fmt: skip
+        client = grant.request.client
+        asked = scope_list(grant.request.scope or "")
+        offered = [s for s in asked if who.has_scope(s)]
+        namespaces = _namespaces(srv, who)
+        problem = None
+        if request.method == "POST":
+            check_csrf()
+            if request.form.get("decision") != "approve":
+                return srv.create_authorization_response(grant=grant, grant_user=None)
+            chosen = [s for s in request.form.getlist("grant_scope") if s in offered]
+            picked = request.form.getlist("grant_namespace")
+            if not chosen:
+                problem = "Choose at least one permission, or deny."
+            elif not picked:
+                problem = "Choose the namespaces the app may use, or deny."
+            elif ALL in picked and who.namespaces is not None:
+                raise Forbidden("you may not give an app every namespace: you are limited to some", field="grant_namespace")
+            elif ALL not in picked and not set(picked) <= {n["name"] for n in namespaces}:
+                raise Forbidden("you may only give an app namespaces you can use", field="grant_namespace")
+            else:
+                consent = {"person": name, "scopes": chosen, "namespaces": None if ALL in picked else sorted(set(picked))}
+                return srv.create_authorization_response(grant=grant, grant_user=consent)
+        redirect_uri = grant.request.payload.redirect_uri or client.get_default_redirect_uri() or ""
+        page = render_template(
+            "oauth_consent.html",
+            client=client,
+            client_id=client.client_id,
+            redirect_host=urlsplit(redirect_uri).netloc,
+            redirect_uri=redirect_uri,
+            metadata_host=client.record.get("metadata_host"),
+            registered=_when(client.record.get("created")),
+            offered=offered,
+            refused=[s for s in asked if s not in offered],
+            scopes_help=SCOPE_HELP,
+            namespaces=namespaces,
+            every_namespace=who.namespaces is None,
+            person=name,
+            action=request.full_path,
+            problem=problem,
+        )
+        response = Response(page, 400 if problem else 200, mimetype="text/html")
+        # The approval redirects to the client: a browser applies form-action to that redirect too.
+        response.headers["Content-Security-Policy"] = CSP.replace("form-action 'self'", f"form-action 'self' {_source(redirect_uri)}")
+        return response
+
+    @bp.route(APPS_PATH, methods=["GET", "POST"])
+    def apps() -> Any:
+        who, name = _signed_in()
+        if who is None:
+            return login_redirect()
+        grants = server().grants
+        done = None
+        if request.method == "POST":
+            check_csrf()
+            client_id = request.form.get("client_id", "")
+            mine = [g for g in grants.grants_of(name) if g["client_id"] == client_id]
+            if not mine:
+                raise ValidationError("that app is not connected (any more); reload the page", field="client_id")
+            for g in mine:
+                grants.revoke_grant(g["id"])
+            done = mine[0]["client_name"]
+        connected: dict[str, dict[str, Any]] = {}
+        for g in grants.grants_of(name):
+            app = connected.setdefault(g["client_id"], {"name": g["client_name"], "client_id": g["client_id"],
+                                                         "host": _client_host(g["client_id"]), "grants": []})  # fmt: skip
+            app["grants"].append({
+                "scopes": " ".join(g["scopes"]),
+                "namespaces": ", ".join(g["namespaces"]) if g["namespaces"] is not None else "every namespace",
+                "created": _when(g["created"]), "last_used": _when(g["last_used"]),
+            })  # fmt: skip
+        page = render_template("oauth_apps.html", apps=list(connected.values()), done=done, person=name)
+        return Response(page, mimetype="text/html")
+
+    return bp
+
+
+SCOPE_HELP = {
+    "read": "read and search pages",
+    "write": "create, change, move and delete pages",
+    "admin": "change namespace settings",
+}
+
+
+def _source(uri: str) -> str:
+    """The CSP source of a redirect URI: its origin, or its scheme for an app's own (``cursor:``)."""
+    parts = urlsplit(uri)
+    source = f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
+    return source if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:(//[A-Za-z0-9.:\[\]-]+)?", source) else ""
+
+
+def _signed_in() -> tuple[Any, str]:
+    """(Principal, the name find_person knows them by) of the person signed in to this browser
+    session, or (None, "")."""
+    who, name = person(), session.get("person")
+    return (who, name) if who is not None and isinstance(name, str) else (None, "")
+
+
+def _client_host(client_id: str) -> str:
+    return urlsplit(client_id).netloc if client_id.startswith(("https://", "http://")) else "registered here"
+
+
+def _namespaces(srv: OAuthServer, who: Any) -> list[dict[str, Any]]:
+    if not who.has_scope("read"):
+        return []
+    return list(srv.host.wiki(who).list_namespaces()["namespaces"])
+
+
+def install(app: Flask, server_of: Any) -> None:
+    app.register_blueprint(make_blueprint(server_of))
