@@ -140,6 +140,10 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
                     continue
                 followed.append(index)
                 updated, removed = fn(host)
+            except Unavailable as exc:  # storage unreachable (S3 down): no stack trace for an outage
+                failed = True
+                log.warning("%s catch-up skipped: %s; it is tried again at the next read", name, exc)
+                continue
             except Exception:
                 failed = True
                 log.exception("%s catch-up failed; it is tried again at the next read", name)

@@ -548,6 +548,39 @@ class S3Storage(Storage):
             self._call("delete_object", Key=key)
         self._abandoned.discard(key)
 
+    # --- versions: how each host's indexes catch up with changes made through other hosts ---
+
+    def version(self) -> str:
+        """``<newest change id>.<number of changes>`` of the change log: new after every change,
+        whichever host made it, and one HEAD of ``head`` when nothing was logged since this
+        process last looked. The count makes a late entry (one whose id is older than the newest
+        one known: its writer's clock or upload was slower) a new version too."""
+        ids = self._log_ids()
+        return f"{ids[0] if ids else ''}.{len(ids)}"
+
+    def changed_since(self, version: str, until: str) -> builtins.list[str] | None:
+        """The paths of the changes logged between two versions, or None for a version this
+        process cannot place (the indexes then compare every page).
+
+        The changes are the log entries newer than ``version``'s newest one, up to ``until``'s;
+        when their number is not the difference of the two counts, some entry landed late, so
+        every entry down to ``LOG_MARGIN`` seconds before ``version``'s newest is taken (a few
+        pages indexed again, never one missed)."""
+        since, to = _parse_version(version), _parse_version(until)
+        if since is None or to is None or to[1] < since[1]:
+            return None
+        ids = self._log_ids()
+        place = {change_id: i for i, change_id in enumerate(ids)}
+        if any(newest and newest not in place for newest in (since[0], to[0])):
+            return None
+        start = place[to[0]] if to[0] else len(ids)
+        end = place[since[0]] if since[0] else len(ids)
+        fresh = ids[start:end]
+        if len(fresh) != to[1] - since[1] and since[0]:
+            horizon = _id_time(since[0]) - LOG_MARGIN
+            fresh = [change_id for change_id in ids[start:] if _id_time(change_id) >= horizon]
+        return sorted({step["path"] for change_id in fresh for step in self._entry(change_id)["ops"]})
+
     # --- history ---------------------------------------------------------------------------
 
     def _log_ids(self) -> builtins.list[str]:
@@ -681,6 +714,14 @@ def _new_id() -> str:
 def _id_time(change_id: str) -> float:
     """The time (seconds since the epoch) a change id was made at."""
     return ((1 << 56) - int(change_id[:14], 16)) / 1e6
+
+
+def _parse_version(version: str) -> tuple[str, int] | None:
+    """(newest change id, number of changes) of a :meth:`S3Storage.version`, None if it is none."""
+    newest, dot, count = version.partition(".")
+    if not dot or not count.isdigit() or (newest and len(newest) != 40):
+        return None
+    return newest, int(count)
 
 
 def _revision(entry: dict[str, Any]) -> Revision:
