@@ -49,6 +49,10 @@ SETTINGS: dict[str, Setting] = {
     "RATE_LIMITS": Setting(
         dict, DEFAULT_LIMITS, 'per principal: "requests" and "writes", each like "300/minute" or "off"'
     ),
+    "CATCH_UP_SECONDS": Setting(
+        float, 0.0, "seconds between each worker's background checks that catch the indexes up with changes made "
+        "through other hosts (0: only reads check, at once)"
+    ),
     "REDIS_URL": Setting(
         str, "", "Redis holding what workers and hosts share (rate limit counters); empty: each worker's memory"
     ),

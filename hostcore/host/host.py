@@ -241,6 +241,9 @@ class Host:
                 log.exception("plugin %s: its %s listener failed; the change itself is stored", impl.plugin_name, event)
 
     def close(self) -> None:
+        poller = self.state.get("hostcore.indexer.poller")
+        if poller is not None:  # the background catch-up (CATCH_UP_SECONDS): stopped before the indexes close
+            poller.stop()
         self.links.rebuild.wait()
         if self.search is not None:
             self.search.rebuild.wait()

@@ -18,6 +18,7 @@ background (:class:`hostcore.seams.derived.Rebuild`).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -188,8 +189,44 @@ def rebuild(host: Host, name: str, catch_up_index: Callable[..., tuple[int, int]
     log.info("%s: rebuilt from storage, %d pages in %.1f s", name, total, time.monotonic() - started)
 
 
+class Poller:
+    """Each worker's background catch-up, every ``CATCH_UP_SECONDS``: with several hosts on one
+    storage, the indexes follow the other hosts' changes before a read asks (the read still
+    checks, so what it answers is never older). An unreachable storage is logged once."""
+
+    def __init__(self, host: Host, seconds: float) -> None:
+        self.host, self.seconds = host, seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hostcore-catch-up", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        down = False
+        while not self._stop.wait(self.seconds):
+            try:
+                catch_up(self.host, logging.DEBUG)
+            except Unavailable as exc:
+                if not down:
+                    log.warning("background catch-up: %s; trying again every %s s", exc, self.seconds)
+                down = True
+                continue
+            except Exception:
+                log.exception("background catch-up failed; trying again in %s s", self.seconds)
+                continue
+            if down:
+                log.warning("background catch-up: the storage answers again")
+            down = False
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 @hookimpl
 def startup(host: Host) -> None:
+    seconds = host.config.get("CATCH_UP_SECONDS") or 0
+    if seconds > 0 and host.storage.version() is not None and "hostcore.indexer.poller" not in host.state:
+        host.state["hostcore.indexer.poller"] = Poller(host, seconds)
     if host.disk_full():
         log.warning(
             "the wiki's disk is full (less than MIN_FREE_BYTES free): serving reads and searches only, writes are "

@@ -91,6 +91,7 @@ REPAIR_LOOK_EVERY = 1.0  # seconds between a reader's looks for unfinished chang
 # Listing the log stops at entries this much older than the newest one known: later listings find
 # entries written meanwhile with a clock up to this far behind (another host's).
 LOG_MARGIN = 300.0
+HEAD_EACH_UP_TO = 20  # last_changed asks for so few paths: one HEAD each instead of a listing
 _PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 _REFUSED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "NoSuchBucket"}
@@ -280,12 +281,20 @@ class S3Storage(Storage):
         ``prefix`` ("" for all)."""
         if prefix and prefix.split("/", 1)[0] == INTERNAL:
             return
-        start = self._key(check_path(prefix) + "/") if prefix else self.prefix
+        if not prefix:  # the top level, then each folder but hostcore's own (its log and blobs grow with history)
+            folders = []
+            for answer in self._listing(self.prefix, delimiter="/"):
+                for item in answer.get("Contents", ()):
+                    yield item["Key"][len(self.prefix) :], item
+                folders += [p["Prefix"][len(self.prefix) :].rstrip("/") for p in answer.get("CommonPrefixes", ())]
+            for folder in folders:
+                if folder != INTERNAL:
+                    yield from self._objects(folder)
+            return
+        start = self._key(check_path(prefix) + "/")
         for answer in self._listing(start):
             for item in answer.get("Contents", ()):
-                path = item["Key"][len(self.prefix) :]
-                if path.split("/", 1)[0] != INTERNAL:
-                    yield path, item
+                yield item["Key"][len(self.prefix) :], item
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         self._look_for_unfinished()
@@ -656,9 +665,22 @@ class S3Storage(Storage):
         return found[offset:]
 
     def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
-        """Path -> when its object was last written (S3's LastModified), from one listing."""
+        """Path -> when its object was last written (S3's LastModified): a HEAD each for a few
+        paths (a catch-up after a change), else from one listing of the pages' folders."""
         wanted = set(paths)
-        return {path: item["LastModified"] for path, item in self._objects("") if path in wanted}
+        if len(wanted) <= HEAD_EACH_UP_TO:
+            found = {}
+            for path in sorted(wanted):
+                try:
+                    found[path] = self._call("head_object", Key=self._page_key(path))["LastModified"]
+                except ClientError as exc:
+                    if _code(exc) not in _MISSING:
+                        raise
+            return found
+        folders = sorted({path.split("/", 1)[0] for path in wanted if "/" in path})
+        listed = self._objects("") if any("/" not in path for path in wanted) else (
+            item for folder in folders for item in self._objects(folder))  # fmt: skip
+        return {path: item["LastModified"] for path, item in listed if path in wanted}
 
     def read_at(self, path: str, revision: str) -> bytes:
         """The bytes ``path`` held after change ``revision`` (at the path it had then, when it

@@ -2,10 +2,12 @@
 graph and catches up from the change log (``version``/``changed_since``), and tokens and upload
 URLs made on one are honoured by the other."""
 
+import threading
+import time
+
 import pytest
 
-from hostcore import Principal, create_app
-from hostcore.host.uploads import TicketRefused
+from hostcore import HostcoreError, Principal, create_app
 from hostcore.testing.redis import redis_server
 from hostcore.testing.s3 import S3Server, prefix_for
 from hostcore_s3.storage import S3Storage
@@ -100,8 +102,27 @@ def test_a_token_and_an_upload_url_made_on_one_host_work_once_on_the_other(hosts
     ticket = a.wiki(WRITER).upload_attachment("notes/plan", "minutes.txt")
     url_token = ticket["upload_url"].rsplit("/", 1)[1]
     assert b.wiki(WRITER).complete_upload(url_token, b"minutes\n")["filename"] == "minutes.txt"
-    with pytest.raises(TicketRefused) as err:
+    with pytest.raises(HostcoreError) as err:
         a.wiki(WRITER).complete_upload(url_token, b"again\n")
     assert err.value.status == 410 and "already used" in err.value.message
     store(a).revoke("laptop")
     assert store(b).verify(token) is None
+
+
+def test_the_background_poll_catches_up_before_any_read(s3_server: S3Server, tmp_path):
+    config = {
+        "PLUGINS": ["s3", "tokens", "sqlite"], "STORAGE": "s3", "SEARCH": "sqlite", "CATCH_UP_SECONDS": 0.1,
+        "PLUGIN_CONFIG": {"s3": {"bucket": s3_server.bucket, "endpoint_url": s3_server.url, "prefix": prefix_for(tmp_path)}},
+    }  # fmt: skip
+    a, b = (create_app(config, instance_path=tmp_path / name).extensions["hostcore"] for name in ("a", "b"))
+    try:
+        a.wiki(WRITER).save_namespace("notes", title="Notes")
+        a.wiki(WRITER).save_page("notes/polled", body="# Polled\n")
+        deadline = time.monotonic() + 5
+        while "notes/polled" not in b.search.hashes() and time.monotonic() < deadline:
+            time.sleep(0.05)  # no read on B: only its poller can bring the page in
+        assert "notes/polled" in b.search.hashes() and "notes/polled" in b.links.hashes()
+    finally:
+        a.close()
+        b.close()
+    assert not any(t.name == "hostcore-catch-up" for t in threading.enumerate())

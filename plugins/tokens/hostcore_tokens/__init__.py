@@ -102,7 +102,7 @@ class TokenStore:
         if token_digest is None and name_or_id:
             token_digest = next((key for key, _ in self.shared.scan(TOKEN) if _token_id(key) == name_or_id), None)
         record = self.shared.take(TOKEN, token_digest) if token_digest else None
-        if record is None:
+        if token_digest is None or record is None:
             raise NotFound(f"no active token named {name_or_id!r}; `hostcore token list` shows them", field="token")
         named = self.shared.get(NAME, record["name"])
         if named and named["digest"] == token_digest:
