@@ -40,6 +40,11 @@ rolls back the ops that landed. Either way it
 deletes the record, so a batch (a move, a rename) ends applied whole or not at all. While a live
 writer is between steps 4 and 5 (milliseconds), a reader can see part of its batch.
 
+**Versions** (how each host's search index and link graph follow the others):
+:meth:`S3Storage.version` is ``<newest change id>.<number of changes>`` of the log, one HEAD of
+``head`` when nothing changed; :meth:`S3Storage.changed_since` names the paths of the entries
+logged in between (every entry down to ``LOG_MARGIN`` before, when one landed late).
+
 **History** comes from the log: :meth:`S3Storage.history` lists entries newest first (following a
 page back across moves), :meth:`S3Storage.read_at` reads the blob a change left at a path.
 Entries are immutable, so each process keeps those it has read, and lists the log again only
@@ -578,7 +583,10 @@ class S3Storage(Storage):
         since, to = _parse_version(version), _parse_version(until)
         if since is None or to is None or to[1] < since[1]:
             return None
-        ids = self._log_ids()
+        with self._lock:
+            ids = self._ids  # ``until`` is usually what this process just listed: no HEAD then
+        if to != (ids[0] if ids else "", len(ids)):
+            ids = self._log_ids()
         place = {change_id: i for i, change_id in enumerate(ids)}
         if any(newest and newest not in place for newest in (since[0], to[0])):
             return None
