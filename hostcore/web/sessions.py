@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
+import sqlite3
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -28,6 +30,8 @@ from hostcore.mcp.transport import host_of, origin_allowed
 if TYPE_CHECKING:
     from hostcore.host.host import Host
 
+log = logging.getLogger(__name__)
+
 LOGIN_PATH = "/_/login"
 LOGOUT_PATH = "/_/logout"
 SESSION_COOKIE = "hostcore_session"
@@ -40,10 +44,19 @@ CSP = (
 
 def secret_key(host: Host) -> str:
     """The key that signs session cookies: made once, kept in shared state, so every worker (and,
-    with REDIS_URL, every host) signs and checks alike."""
-    host.shared.add("web", "secret-key", {"key": secrets.token_urlsafe(48)})
-    record = host.shared.get("web", "secret-key")
-    host.shared.close()  # this thread's connection: start-up opens nothing it keeps
+    with REDIS_URL, every host) signs and checks alike. When shared state cannot be written (a
+    full disk, Redis down) the wiki still starts: this process signs with a key of its own, so
+    sessions last until it restarts and hold on this worker only (logged as a warning)."""
+    try:
+        record = host.shared.get("web", "secret-key")
+        if record is None:
+            host.shared.add("web", "secret-key", {"key": secrets.token_urlsafe(48)})
+            record = host.shared.get("web", "secret-key")
+    except (sqlite3.Error, OSError, HostcoreError) as exc:
+        log.warning("session key not shared (%s): sessions hold on this worker until it restarts", exc)
+        record = {"key": secrets.token_urlsafe(48)}
+    finally:
+        host.shared.close()  # this thread's connection: start-up opens nothing it keeps
     assert record is not None
     return str(record["key"])
 
