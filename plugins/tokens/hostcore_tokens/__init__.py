@@ -122,7 +122,10 @@ class TokenStore:
             if due:
                 self._used[token_digest] = now
         if due:
-            self.shared.put(USED, token_digest, {"time": now})
+            try:
+                self.shared.put(USED, token_digest, {"time": now})
+            except Exception as exc:  # e.g. a full disk under shared.sqlite: the token still works, last_used waits
+                log.warning("last use of token %r not recorded (tried again in a minute): %s", record["name"], exc)
         namespaces = record["namespaces"]
         return Principal(name=record["name"], scopes=frozenset(record["scopes"]), namespaces=frozenset(namespaces) if namespaces else None)
 
