@@ -50,6 +50,8 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LimitedServer]
         env = {
             **E2E_ENV,
             "HOSTCORE_REDIS_URL": redis.url,
+            # Names the wiki in Redis: the CLI (tokens) and the server must agree, so set, not derived from --bind.
+            "HOSTCORE_PUBLIC_URL": "http://wiki.test",
             "HOSTCORE_RATE_LIMITS": json.dumps({"requests": f"{REQUESTS}/minute", "writes": f"{WRITES}/minute"}),
         }
         proc, base, port, log = testing.start_server(instance, workers=2, env=env)
