@@ -158,12 +158,15 @@ def init(obj: CliContext) -> None:
         config.unlink()
         raise
     wiki = host.wiki(SYSTEM)
-    wiki.save_namespace("notes", title="Notes", description="Shared notes of people and assistants")
-    wiki.save_page(
-        "notes/index",
-        title="Welcome",
-        body="# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with [[notes/index]].\n",
-    )
+    if host.storage.list():  # a wiki another host serves (one bucket): join it as it is
+        click.echo("the storage holds a wiki already; its pages are kept as they are", err=True)
+    else:
+        wiki.save_namespace("notes", title="Notes", description="Shared notes of people and assistants")
+        wiki.save_page(
+            "notes/index",
+            title="Welcome",
+            body="# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with [[notes/index]].\n",
+        )
     click.echo(f"created {obj.instance}", err=True)
     for line in host.pm.hook.instance_created(host=host):
         if line:

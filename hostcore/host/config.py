@@ -52,6 +52,10 @@ SETTINGS: dict[str, Setting] = {
     "TRUSTED_PROXIES": Setting(
         int, 0, "reverse proxies in front of the wiki whose X-Forwarded-For and X-Forwarded-Proto are believed"
     ),
+    "CATCH_UP_SECONDS": Setting(
+        float, 0.0, "seconds between each worker's background checks that catch the indexes up with changes made "
+        "through other hosts (0: only reads check, at once)"
+    ),
     "REDIS_URL": Setting(
         str, "", "Redis holding what workers and hosts share (rate limit counters); empty: each worker's memory"
     ),

@@ -139,7 +139,6 @@ class Host:
             self._make_backend(self.search_backends[config["SEARCH"]], "search") if config["SEARCH"] else None
         )
         self.links = LinkGraph(self.instance_path / "links.sqlite")
-        self.uploads = UploadTickets(self.instance_path / "uploads.sqlite")
         self.extraction = TextExtraction(
             self.instance_path / "extracted.sqlite",
             self.extractors,
@@ -151,6 +150,7 @@ class Host:
             if self.redis is not None
             else SqliteShared(self.instance_path / "shared.sqlite")
         )
+        self.uploads = UploadTickets(self.shared)
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
@@ -241,6 +241,9 @@ class Host:
                 log.exception("plugin %s: its %s listener failed; the change itself is stored", impl.plugin_name, event)
 
     def close(self) -> None:
+        poller = self.state.get("hostcore.indexer.poller")
+        if poller is not None:  # the background catch-up (CATCH_UP_SECONDS): stopped before the indexes close
+            poller.stop()
         self.links.rebuild.wait()
         if self.search is not None:
             self.search.rebuild.wait()

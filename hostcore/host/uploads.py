@@ -1,10 +1,12 @@
-"""One-use upload URLs: tickets in SQLite in the instance folder (``uploads.sqlite``).
+"""One-use upload URLs: tickets in the host's shared state (``host.shared``).
 
-``upload_attachment`` issues a ticket: a random token whose SHA-256 digest is stored with the
-page, the filename, who asked and when it expires; the token itself is only in the URL. Every
-gunicorn worker and every restart sees the same file, so any worker honours the URL until it
-expires. :meth:`UploadTickets.claim` marks a ticket used in one conditional UPDATE, so of two
-posts of the same URL exactly one wins.
+``upload_attachment`` issues a ticket: a random token whose SHA-256 digest keys a record of the
+page, the filename, who asked and when it expires; the token itself is only in the URL. The
+record lives in ``shared.sqlite`` (every worker of one machine) or in Redis when ``REDIS_URL`` is
+set (every host), so any worker of any host honours the URL until it expires.
+:meth:`UploadTickets.claim` takes the record (read and delete in one step), so of two posts of the
+same URL, to one host or two, exactly one wins; it leaves an ``upload-used`` record behind for a
+day, to say why the URL is refused afterwards.
 """
 
 from __future__ import annotations
@@ -14,23 +16,12 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import HostcoreError
-from hostcore.indexes.sqlite import ThreadLocalDB
+from hostcore.seams.shared import SharedState
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tickets (
-    digest TEXT PRIMARY KEY,
-    slug TEXT NOT NULL,
-    filename TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    expires REAL NOT NULL,
-    used REAL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS tickets_expires ON tickets(expires);
-"""
+TICKET, USED = "upload", "upload-used"
 KEEP_USED = 86400.0  # how long a used or expired ticket is kept, to say why its URL is refused
 
 
@@ -73,55 +64,55 @@ def _load(text: str) -> Principal:
 
 
 class UploadTickets:
-    """The tickets in ``path``, shared by threads and processes (SQLite, WAL)."""
+    """The tickets in shared state: every worker and every host sees the same ones."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._db = ThreadLocalDB(path, _SCHEMA)
-
+    def __init__(self, shared: SharedState) -> None:
+        self.shared = shared
 
     def issue(self, slug: str, filename: str, principal: Principal, seconds: float) -> tuple[str, float]:
-        """A new ticket's token and expiry (epoch seconds); old used or expired tickets are swept."""
+        """A new ticket's token and expiry (epoch seconds); the record itself is gone a day later."""
         token = secrets.token_urlsafe(32)
-        now = time.time()
-        db = self._db.db()
-        db.execute("DELETE FROM tickets WHERE expires < ?", (now - KEEP_USED,))
-        db.execute(
-            "INSERT INTO tickets (digest, slug, filename, principal, expires) VALUES (?, ?, ?, ?, ?)",
-            (_digest(token), slug, filename, _dump(principal), now + seconds),
-        )
-        return token, now + seconds
+        expires = time.time() + seconds
+        record = {"slug": slug, "filename": filename, "principal": _dump(principal), "expires": expires}
+        self.shared.put(TICKET, _digest(token), record, ttl=seconds + KEEP_USED)
+        return token, expires
 
     def check(self, token: str) -> Ticket:
         """The ticket of ``token`` if it can still be used; raises TicketRefused saying why not."""
-        row = self._db.db().execute(
-            "SELECT slug, filename, principal, expires, used FROM tickets WHERE digest = ?", (_digest(token),)
-        ).fetchone()
-        if row is None:
-            raise unknown_ticket()
-        slug, filename, principal, expires, used = row
-        if used is not None:
-            raise TicketRefused(
-                f"this upload URL was already used at {_iso(used)}; each URL works once, so call upload_attachment "
-                "for a new one", 410)  # fmt: skip
-        if expires <= time.time():
-            raise TicketRefused(f"this upload URL expired at {_iso(expires)}; call upload_attachment for a new one", 410)
-        return Ticket(slug, filename, _load(principal), expires)
+        record = self.shared.get(TICKET, _digest(token))
+        if record is None:
+            raise self._refusal(token)
+        return self._usable(record)
 
     def claim(self, token: str) -> Ticket:
-        """Mark the ticket used, atomically: only one caller ever gets it. Raises TicketRefused."""
-        ticket = self.check(token)
-        now = time.time()
-        cursor = self._db.db().execute(
-            "UPDATE tickets SET used = ? WHERE digest = ? AND used IS NULL AND expires > ?", (now, _digest(token), now)
-        )
-        if cursor.rowcount != 1:
-            self.check(token)  # raises with the reason: used meanwhile, or expired
-            raise TicketRefused("this upload URL cannot be used; call upload_attachment for a new one", 410)
-        return ticket
+        """Use the ticket up, atomically (``take``): only one caller on any host ever gets it.
+        Raises TicketRefused."""
+        record = self.shared.take(TICKET, _digest(token))
+        if record is None:
+            raise self._refusal(token)
+        if record["expires"] <= time.time():
+            self.shared.put(TICKET, _digest(token), record, ttl=KEEP_USED)  # kept, to say it expired
+            self._usable(record)
+        self.shared.put(USED, _digest(token), {"used": time.time()}, ttl=KEEP_USED)
+        return self._usable(record)
+
+    def _refusal(self, token: str) -> TicketRefused:
+        used = self.shared.get(USED, _digest(token))
+        if used is None:
+            return unknown_ticket()
+        return TicketRefused(
+            f"this upload URL was already used at {_iso(used['used'])}; each URL works once, so call upload_attachment "
+            "for a new one", 410)  # fmt: skip
+
+    @staticmethod
+    def _usable(record: dict[str, object]) -> Ticket:
+        expires = float(record["expires"])  # type: ignore[arg-type]
+        if expires <= time.time():
+            raise TicketRefused(f"this upload URL expired at {_iso(expires)}; call upload_attachment for a new one", 410)
+        return Ticket(str(record["slug"]), str(record["filename"]), _load(str(record["principal"])), expires)
 
     def close(self) -> None:
-        self._db.close()
+        """Nothing of its own to release: the shared state is the host's."""
 
 
 def _iso(epoch: float) -> str:

@@ -18,6 +18,7 @@ background (:class:`hostcore.seams.derived.Rebuild`).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -55,7 +56,9 @@ def _pages(host: Host, slugs: list[str]) -> list[Page]:
     return [Page.from_bytes(slug, host.storage.read(page_path(slug))) for slug in slugs]
 
 
-def _plan(host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]], full: bool) -> tuple[list[str], list[str], str | None]:
+def _plan(
+    host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]], full: bool, version: str | None = None
+) -> tuple[list[str], list[str], str | None]:
     """(slugs to index, slugs to drop, the storage version that brings the index to).
 
     Along the storage's changes since ``recorded`` when it can tell, else (or when ``full``) by
@@ -63,7 +66,7 @@ def _plan(host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]
     so the index holds what the version holds or newer, and the next catch-up covers the rest.
     """
     storage = host.storage
-    version = storage.version()
+    version = version or storage.version()
     if not full and recorded is not None and version is not None:
         paths: list[str] | None = [] if recorded == version else storage.changed_since(recorded, version)
         if paths is not None:
@@ -74,10 +77,13 @@ def _plan(host: Host, recorded: str | None, indexed: Callable[[], dict[str, str]
     return stale, gone, version
 
 
-def catch_up_links(host: Host, progress: Callable[[int], None] | None = None, full: bool = False) -> tuple[int, int]:
-    """Bring the link graph up to date with storage. Returns (updated, removed)."""
+def catch_up_links(
+    host: Host, progress: Callable[[int], None] | None = None, full: bool = False, version: str | None = None
+) -> tuple[int, int]:
+    """Bring the link graph up to date with storage (``version``: the storage's, when just read).
+    Returns (updated, removed)."""
     recorded = host.links.storage_version()
-    stale, gone, version = _plan(host, recorded, host.links.hashes, full)
+    stale, gone, version = _plan(host, recorded, host.links.hashes, full, version)
     for start in range(0, len(stale), BATCH):
         pages = _pages(host, stale[start : start + BATCH])
         changed = host.storage.last_changed([page_path(p.slug) for p in pages])
@@ -91,12 +97,15 @@ def catch_up_links(host: Host, progress: Callable[[int], None] | None = None, fu
     return len(stale), len(gone)
 
 
-def catch_up_search(host: Host, progress: Callable[[int], None] | None = None, full: bool = False) -> tuple[int, int]:
-    """Bring the search index up to date with storage (``full``: compare every page). Returns (indexed, removed)."""
+def catch_up_search(
+    host: Host, progress: Callable[[int], None] | None = None, full: bool = False, version: str | None = None
+) -> tuple[int, int]:
+    """Bring the search index up to date with storage (``full``: compare every page; ``version``:
+    the storage's, when just read). Returns (indexed, removed)."""
     if host.search is None:
         return 0, 0
     recorded = host.search.storage_version()
-    stale, gone, version = _plan(host, recorded, host.search.hashes, full)
+    stale, gone, version = _plan(host, recorded, host.search.hashes, full, version)
     for start in range(0, len(stale), BATCH):
         chunk = stale[start : start + BATCH]
         host.search.update([doc_of(p) for p in _pages(host, chunk)], [])
@@ -134,12 +143,17 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
     followed: list[Index] = []
     failed = False
     with _lock(host):
+        current = host.storage.version()  # read once under the lock, for every index (S3: a HEAD saved per index)
         for name, index, fn in _indexes(host):
             try:
                 if index.storage_version() is None:
                     continue
                 followed.append(index)
-                updated, removed = fn(host)
+                updated, removed = fn(host, version=current)
+            except Unavailable as exc:  # storage unreachable (S3 down): no stack trace for an outage
+                failed = True
+                log.warning("%s catch-up skipped: %s; it is tried again at the next read", name, exc)
+                continue
             except Exception:
                 failed = True
                 log.exception("%s catch-up failed; it is tried again at the next read", name)
@@ -151,8 +165,8 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
     return followed
 
 
-def _indexes(host: Host) -> list[tuple[str, Index, Callable[[Host], tuple[int, int]]]]:
-    found: list[tuple[str, Index, Callable[[Host], tuple[int, int]]]] = [("link graph", host.links, catch_up_links)]
+def _indexes(host: Host) -> list[tuple[str, Index, Callable[..., tuple[int, int]]]]:
+    found: list[tuple[str, Index, Callable[..., tuple[int, int]]]] = [("link graph", host.links, catch_up_links)]
     if host.search is not None:
         found.append(("search index", host.search, catch_up_search))
     return found
@@ -184,8 +198,44 @@ def rebuild(host: Host, name: str, catch_up_index: Callable[..., tuple[int, int]
     log.info("%s: rebuilt from storage, %d pages in %.1f s", name, total, time.monotonic() - started)
 
 
+class Poller:
+    """Each worker's background catch-up, every ``CATCH_UP_SECONDS``: with several hosts on one
+    storage, the indexes follow the other hosts' changes before a read asks (the read still
+    checks, so what it answers is never older). An unreachable storage is logged once."""
+
+    def __init__(self, host: Host, seconds: float) -> None:
+        self.host, self.seconds = host, seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hostcore-catch-up", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        down = False
+        while not self._stop.wait(self.seconds):
+            try:
+                catch_up(self.host, logging.DEBUG)
+            except Unavailable as exc:
+                if not down:
+                    log.warning("background catch-up: %s; trying again every %s s", exc, self.seconds)
+                down = True
+                continue
+            except Exception:
+                log.exception("background catch-up failed; trying again in %s s", self.seconds)
+                continue
+            if down:
+                log.warning("background catch-up: the storage answers again")
+            down = False
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 @hookimpl
 def startup(host: Host) -> None:
+    seconds = host.config.get("CATCH_UP_SECONDS") or 0
+    if seconds > 0 and host.storage.version() is not None and "hostcore.indexer.poller" not in host.state:
+        host.state["hostcore.indexer.poller"] = Poller(host, seconds)
     if host.disk_full():
         log.warning(
             "the wiki's disk is full (less than MIN_FREE_BYTES free): serving reads and searches only, writes are "

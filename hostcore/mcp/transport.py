@@ -1,5 +1,6 @@
-"""HTTP routes of the core: the MCP endpoint with its Host, Origin, size and auth checks, and the
-OAuth protected-resource metadata (RFC 9728) that a 401 points clients to."""
+"""HTTP routes of the core: the MCP endpoint with its Host, Origin, size and auth checks, the
+OAuth protected-resource metadata (RFC 9728) that a 401 points clients to, and ``/_/health``, the
+liveness check for load balancers."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 MCP_PATH = "/_/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
+HEALTH_PATH = "/_/health"
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 bp = Blueprint("hostcore_transport", __name__)
@@ -173,6 +175,18 @@ def resource_metadata() -> Response:
             "scopes_supported": ["read", "write", "admin"],
         }
     )
+
+
+@bp.route(HEALTH_PATH, methods=["GET", "HEAD"])
+def liveness() -> Response:
+    """200 while this process serves requests: it answers without a token, whatever the Host,
+    and touches neither storage nor shared state (so a load balancer's probes cost nothing and an
+    S3 or Redis outage, which every host shares, does not take every host out of rotation). A
+    storage or shared-state outage shows in the requests themselves (503 ``unavailable``)."""
+    host = host_of()
+    response = jsonify({"status": "ok", "storage": host.config["STORAGE"], "shared": host.shared.name})
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def install(app: Any, host: Host) -> None:

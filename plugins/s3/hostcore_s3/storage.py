@@ -40,6 +40,11 @@ rolls back the ops that landed. Either way it
 deletes the record, so a batch (a move, a rename) ends applied whole or not at all. While a live
 writer is between steps 4 and 5 (milliseconds), a reader can see part of its batch.
 
+**Versions** (how each host's search index and link graph follow the others):
+:meth:`S3Storage.version` is ``<newest change id>.<number of changes>`` of the log, one HEAD of
+``head`` when nothing changed; :meth:`S3Storage.changed_since` names the paths of the entries
+logged in between (every entry down to ``LOG_MARGIN`` before, when one landed late).
+
 **History** comes from the log: :meth:`S3Storage.history` lists entries newest first (following a
 page back across moves), :meth:`S3Storage.read_at` reads the blob a change left at a path.
 Entries are immutable, so each process keeps those it has read, and lists the log again only
@@ -93,6 +98,8 @@ REPAIR_LOOK_EVERY = 1.0  # seconds between a reader's looks for unfinished chang
 # entries written meanwhile with a clock up to this far behind (another host's).
 LOG_MARGIN = 300.0
 _BLOB_ID = re.compile(r"[0-9a-f]{40}")
+
+HEAD_EACH_UP_TO = 20  # last_changed asks for so few paths: one HEAD each instead of a listing
 _PRECONDITION = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 _REFUSED = {"AccessDenied", "403", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "NoSuchBucket"}
@@ -282,12 +289,20 @@ class S3Storage(Storage):
         ``prefix`` ("" for all)."""
         if prefix and prefix.split("/", 1)[0] == INTERNAL:
             return
-        start = self._key(check_path(prefix) + "/") if prefix else self.prefix
+        if not prefix:  # the top level, then each folder but hostcore's own (its log and blobs grow with history)
+            folders = []
+            for answer in self._listing(self.prefix, delimiter="/"):
+                for item in answer.get("Contents", ()):
+                    yield item["Key"][len(self.prefix) :], item
+                folders += [p["Prefix"][len(self.prefix) :].rstrip("/") for p in answer.get("CommonPrefixes", ())]
+            for folder in folders:
+                if folder != INTERNAL:
+                    yield from self._objects(folder)
+            return
+        start = self._key(check_path(prefix) + "/")
         for answer in self._listing(start):
             for item in answer.get("Contents", ()):
-                path = item["Key"][len(self.prefix) :]
-                if path.split("/", 1)[0] != INTERNAL:
-                    yield path, item
+                yield item["Key"][len(self.prefix) :], item
 
     def list(self, prefix: str = "") -> builtins.list[str]:
         self._look_for_unfinished()
@@ -551,6 +566,42 @@ class S3Storage(Storage):
             self._call("delete_object", Key=key)
         self._abandoned.discard(key)
 
+    # --- versions: how each host's indexes catch up with changes made through other hosts ---
+
+    def version(self) -> str:
+        """``<newest change id>.<number of changes>`` of the change log: new after every change,
+        whichever host made it, and one HEAD of ``head`` when nothing was logged since this
+        process last looked. The count makes a late entry (one whose id is older than the newest
+        one known: its writer's clock or upload was slower) a new version too."""
+        ids = self._log_ids()
+        return f"{ids[0] if ids else ''}.{len(ids)}"
+
+    def changed_since(self, version: str, until: str) -> builtins.list[str] | None:
+        """The paths of the changes logged between two versions, or None for a version this
+        process cannot place (the indexes then compare every page).
+
+        The changes are the log entries newer than ``version``'s newest one, up to ``until``'s;
+        when their number is not the difference of the two counts, some entry landed late, so
+        every entry down to ``LOG_MARGIN`` seconds before ``version``'s newest is taken (a few
+        pages indexed again, never one missed)."""
+        since, to = _parse_version(version), _parse_version(until)
+        if since is None or to is None or to[1] < since[1]:
+            return None
+        with self._lock:
+            ids = self._ids  # ``until`` is usually what this process just listed: no HEAD then
+        if to != (ids[0] if ids else "", len(ids)):
+            ids = self._log_ids()
+        place = {change_id: i for i, change_id in enumerate(ids)}
+        if any(newest and newest not in place for newest in (since[0], to[0])):
+            return None
+        start = place[to[0]] if to[0] else len(ids)
+        end = place[since[0]] if since[0] else len(ids)
+        fresh = ids[start:end]
+        if len(fresh) != to[1] - since[1] and since[0]:
+            horizon = _id_time(since[0]) - LOG_MARGIN
+            fresh = [change_id for change_id in ids[start:] if _id_time(change_id) >= horizon]
+        return sorted({step["path"] for change_id in fresh for step in self._entry(change_id)["ops"]})
+
     # --- history ---------------------------------------------------------------------------
 
     def _log_ids(self) -> builtins.list[str]:
@@ -626,9 +677,22 @@ class S3Storage(Storage):
         return found[offset:]
 
     def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
-        """Path -> when its object was last written (S3's LastModified), from one listing."""
+        """Path -> when its object was last written (S3's LastModified): a HEAD each for a few
+        paths (a catch-up after a change), else from one listing of the pages' folders."""
         wanted = set(paths)
-        return {path: item["LastModified"] for path, item in self._objects("") if path in wanted}
+        if len(wanted) <= HEAD_EACH_UP_TO:
+            found = {}
+            for path in sorted(wanted):
+                try:
+                    found[path] = self._call("head_object", Key=self._page_key(path))["LastModified"]
+                except ClientError as exc:
+                    if _code(exc) not in _MISSING:
+                        raise
+            return found
+        folders = sorted({path.split("/", 1)[0] for path in wanted if "/" in path})
+        listed = self._objects("") if any("/" not in path for path in wanted) else (
+            item for folder in folders for item in self._objects(folder))  # fmt: skip
+        return {path: item["LastModified"] for path, item in listed if path in wanted}
 
     def read_at(self, path: str, revision: str) -> bytes:
         """The bytes ``path`` held after change ``revision`` (at the path it had then, when it
@@ -703,6 +767,14 @@ def _new_id() -> str:
 def _id_time(change_id: str) -> float:
     """The time (seconds since the epoch) a change id was made at."""
     return ((1 << 56) - int(change_id[:14], 16)) / 1e6
+
+
+def _parse_version(version: str) -> tuple[str, int] | None:
+    """(newest change id, number of changes) of a :meth:`S3Storage.version`, None if it is none."""
+    newest, dot, count = version.partition(".")
+    if not dot or not count.isdigit() or (newest and len(newest) != 40):
+        return None
+    return newest, int(count)
 
 
 def _revision(entry: dict[str, Any]) -> Revision:

@@ -1,14 +1,23 @@
 """Personal access tokens: ``Authorization: Bearer hc_...``.
 
 A token has a name, scopes (read, write, admin; each implies the ones before it) and optionally a
-list of namespaces it is limited to. Only its SHA-256 is stored, in ``<instance>/auth.sqlite``; the
-token itself is shown once, when created. Tokens are high-entropy random strings, so a fast hash
-is the right one (a slow password hash would only slow every request).
+list of namespaces it is limited to. Only its SHA-256 is stored, in the host's shared state
+(``host.shared``: ``shared.sqlite`` in the instance folder, or Redis when ``REDIS_URL`` is set, so
+a token made on one host works at once on every host, and a revoked one stops everywhere at
+once); the token itself is shown once, when created. Tokens are high-entropy random strings, so a
+fast hash is the right one (a slow password hash would only slow every request).
+
+Records: ``token/<digest>`` (name, scopes, namespaces, created), ``token-name/<name>`` (the digest
+of the active token of that name: created with ``add``, so of two hosts creating the same name one
+wins) and ``token-used/<digest>`` (when it was last used, written at most once a minute per
+process). An ``auth.sqlite`` left by an older version is moved in once, at start-up, and renamed
+``auth.sqlite.migrated``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import sqlite3
 import threading
@@ -22,57 +31,35 @@ from hostcore import (
     SCOPES,
     NotFound,
     Principal,
+    SharedState,
     Unauthorized,
     ValidationError,
     check_namespace,
-    connect,
-    file_id,
     hookimpl,
 )
 
 PREFIX = "hc_"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tokens (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    digest TEXT NOT NULL UNIQUE,
-    scopes TEXT NOT NULL,
-    namespaces TEXT,
-    created REAL NOT NULL,
-    last_used REAL,
-    revoked REAL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS tokens_active_name ON tokens(name) WHERE revoked IS NULL;
-"""
-_OWNER = "ALTER TABLE tokens ADD COLUMN owner TEXT"  # a person's own token (web account page); NULL: made on the command line
+TOKEN, NAME, USED = "token", "token-name", "token-used"
+USED_EVERY = 60.0  # seconds between two writes of a token's last_used by one process
+log = logging.getLogger(__name__)
 
 
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _token_id(token_digest: str) -> str:
+    """A token's id: the first 12 hex digits of its digest (it names the token, reveals nothing)."""
+    return token_digest[:12]
+
+
 class TokenStore:
-    """Tokens in SQLite; one connection per thread, safe across processes (WAL)."""
+    """Tokens in the host's shared state; every worker and every host sees the same ones."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._local = threading.local()
-        with self._db() as db:
-            db.executescript(_SCHEMA)
-            if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(tokens)")}:
-                db.execute(_OWNER)
-
-    def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        if db is not None and self._local.opened is None and file_id(self.path) is not None:
-            db.close()  # a read-only snapshot taken on a full disk: try a normal connection again
-            db = None
-        if db is None:
-            db, self._local.opened = connect(self.path, timeout=30, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA busy_timeout=30000")
-            self._local.db = db
-        return db
+    def __init__(self, shared: SharedState) -> None:
+        self.shared = shared
+        self._used: dict[str, float] = {}  # digest -> when this process last recorded a use
+        self._lock = threading.Lock()
 
     def create(self, name: str, scopes: list[str], namespaces: list[str] | None = None, owner: str | None = None) -> str:
         """Create a token and return it; it cannot be shown again. ``owner``: the person it acts for
@@ -85,77 +72,127 @@ class TokenStore:
         for ns in namespaces or []:
             check_namespace(ns, "namespace")
         token = PREFIX + secrets.token_urlsafe(32)
-        try:
-            self._db().execute(
-                "INSERT INTO tokens (name, digest, scopes, namespaces, created, owner) VALUES (?, ?, ?, ?, ?, ?)",
-                (name, digest(token), " ".join(sorted(set(scopes))), " ".join(namespaces or []) or None, time.time(), owner),
-            )
-        except sqlite3.IntegrityError:
-            raise ValidationError(f"an active token named {name!r} exists; pick another name or revoke it", field="name") from None
+        self._add(digest(token), name, sorted(set(scopes)), list(namespaces) if namespaces else None, time.time(), owner)
         return token
 
+    def _add(
+        self, token_digest: str, name: str, scopes: list[str], namespaces: list[str] | None, created: float, owner: str | None = None
+    ) -> None:
+        """Record a token, its name first (``add``: one winner), so a lost race writes nothing."""
+        if not self.shared.add(NAME, name, {"digest": token_digest}):
+            raise ValidationError(f"an active token named {name!r} exists; pick another name or revoke it", field="name")
+        record = {"name": name, "scopes": scopes, "namespaces": namespaces, "created": created, "owner": owner}
+        try:
+            self.shared.put(TOKEN, token_digest, record)
+        except BaseException:
+            self.shared.delete(NAME, name)
+            raise
+
     def list(self, owner: str | None = None) -> list[dict[str, Any]]:
-        """Active tokens (of ``owner`` only, when given)."""
-        mine = "AND owner = ?" if owner is not None else ""
-        rows = self._db().execute(
-            f"SELECT id, name, scopes, namespaces, created, last_used, owner FROM tokens WHERE revoked IS NULL {mine} ORDER BY id",
-            (owner,) if owner is not None else (),
-        )
-        return [
-            {"id": r[0], "name": r[1], "scopes": r[2].split(), "namespaces": r[3].split() if r[3] else None,
-             "created": r[4], "last_used": r[5], "owner": r[6]}
-            for r in rows
+        """Active tokens (of ``owner`` only, when given), oldest first: id, name, scopes,
+        namespaces, created, last_used, owner."""
+        used = {key: value["time"] for key, value in self.shared.scan(USED)}
+        rows = [
+            {"id": _token_id(key), "name": r["name"], "scopes": r["scopes"], "namespaces": r["namespaces"],
+             "created": r["created"], "last_used": used.get(key), "owner": r.get("owner")}
+            for key, r in self.shared.scan(TOKEN)
+            if owner is None or r.get("owner") == owner
         ]  # fmt: skip
+        return sorted(rows, key=lambda r: (r["created"], r["name"]))
 
     def revoke(self, name_or_id: str, owner: str | None = None) -> None:
-        """Revoke the active token with this name or id (of ``owner`` only, when given). Raises NotFound."""
-        mine = "AND owner = ?" if owner is not None else ""
-        cur = self._db().execute(
-            f"UPDATE tokens SET revoked = ? WHERE revoked IS NULL AND (name = ? OR CAST(id AS TEXT) = ?) {mine}",
-            (time.time(), name_or_id, name_or_id, *((owner,) if owner is not None else ())),
-        )
-        if cur.rowcount == 0:
+        """Revoke the active token with this name or id (of ``owner`` only, when given), on every
+        host at once. Raises NotFound."""
+        found = self.shared.get(NAME, name_or_id) if name_or_id else None
+        token_digest = found["digest"] if found else None
+        if token_digest is None and name_or_id:
+            token_digest = next((key for key, _ in self.shared.scan(TOKEN) if _token_id(key) == name_or_id), None)
+        if token_digest and owner is not None:
+            mine = self.shared.get(TOKEN, token_digest)
+            token_digest = token_digest if mine is not None and mine.get("owner") == owner else None
+        record = self.shared.take(TOKEN, token_digest) if token_digest else None
+        if token_digest is None or record is None:
             raise NotFound(f"no active token named {name_or_id!r}; `hostcore token list` shows them", field="token")
+        named = self.shared.get(NAME, record["name"])
+        if named and named["digest"] == token_digest:
+            self.shared.delete(NAME, record["name"])
+        self.shared.delete(USED, token_digest)
 
     def verify(self, token: str) -> Principal | None:
-        """The token's principal: its name, or its owner's for a person's token. None if unknown or revoked."""
-        row = self._db().execute(
-            "SELECT id, name, scopes, namespaces, last_used, owner FROM tokens WHERE digest = ? AND revoked IS NULL",
-            (digest(token),),
-        ).fetchone()
-        if row is None:
+        """The token's principal, or None when it is unknown or revoked: one read of shared state
+        (and, at most once a minute per process, one write of when it was last used)."""
+        token_digest = digest(token)
+        record = self.shared.get(TOKEN, token_digest)
+        if record is None:
             return None
         now = time.time()
-        if row[4] is None or now - row[4] > 60:
+        with self._lock:
+            due = now - self._used.get(token_digest, 0.0) > USED_EVERY
+            if due:
+                self._used[token_digest] = now
+        if due:
             try:
-                self._db().execute("UPDATE tokens SET last_used = ? WHERE id = ?", (now, row[0]))
-            except sqlite3.OperationalError as exc:  # a full disk: the token still works, last_used waits
-                if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR):
-                    raise
-        return Principal(
-            name=row[5] or row[1], scopes=frozenset(row[2].split()), namespaces=frozenset(row[3].split()) if row[3] else None
-        )
+                self.shared.put(USED, token_digest, {"time": now})
+            except Exception as exc:  # e.g. a full disk under shared.sqlite: the token still works, last_used waits
+                log.warning("last use of token %r not recorded (tried again in a minute): %s", record["name"], exc)
+        namespaces = record["namespaces"]
+        return Principal(name=record.get("owner") or record["name"], scopes=frozenset(record["scopes"]), namespaces=frozenset(namespaces) if namespaces else None)
 
     def owned(self, token: str) -> bool:
         """Whether the token is a person's (made on the web account page)."""
-        row = self._db().execute("SELECT owner FROM tokens WHERE digest = ?", (digest(token),)).fetchone()
-        return bool(row and row[0])
+        record = self.shared.get(TOKEN, digest(token))
+        return bool(record and record.get("owner"))
 
-    def close(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
+    def migrate(self, path: Path) -> int:
+        """Move the active tokens of an older version's ``auth.sqlite`` in (once: the file is then
+        renamed ``auth.sqlite.migrated``). Returns how many were moved; a name already taken here
+        keeps its token here and the old one is skipped, with a warning."""
+        try:
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        except sqlite3.OperationalError:
+            return 0  # gone meanwhile: another worker moved it
+        try:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(tokens)")}
+            owner = "owner" if "owner" in columns else "NULL"
+            rows = db.execute(
+                f"SELECT name, digest, scopes, namespaces, created, {owner} FROM tokens WHERE revoked IS NULL"
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            rows = None
+        finally:
             db.close()
-            self._local.db = None
+        if rows is None:
+            log.warning("%s is not a token database; left as it is", path)
+            return 0
+        moved = 0
+        for name, token_digest, scopes, namespaces, created, owned_by in rows:
+            if self.shared.get(TOKEN, token_digest) is not None:
+                continue  # moved by another worker already
+            try:
+                self._add(token_digest, name, scopes.split(), namespaces.split() if namespaces else None, created, owned_by)
+                moved += 1
+            except ValidationError:
+                log.warning("token %r of %s not moved: a token of that name exists in shared state", name, path)
+        try:
+            path.rename(path.with_name(path.name + ".migrated"))
+        except FileNotFoundError:
+            pass  # another worker renamed it
+        if moved:
+            log.info("moved %d tokens from %s into shared state", moved, path)
+        return moved
 
 
 def store(host: Any) -> TokenStore:
     if "tokens" not in host.state:
-        host.state["tokens"] = TokenStore(host.instance_path / "auth.sqlite")
+        host.state["tokens"] = TokenStore(host.shared)
     return host.state["tokens"]
 
 
 @hookimpl
 def startup(host: Any) -> None:
+    old = host.instance_path / "auth.sqlite"
+    if old.exists():
+        store(host).migrate(old)
     store(host)
 
 
@@ -189,6 +226,8 @@ def authenticate(request: Any, host: Any) -> Principal | None:
 
 @hookimpl
 def instance_created(host: Any) -> str | None:
+    if host.shared.get(NAME, "admin") is not None:  # another host of the same REDIS_URL made it
+        return "The admin token exists already in the shared state (made by another host); use it, or `hostcore token create`"
     token = store(host).create("admin", ["admin"])
     return f"First admin token (shown once; keep it safe): {token}"
 

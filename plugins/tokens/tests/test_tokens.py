@@ -1,66 +1,159 @@
+"""Tokens in the host's shared state: hashed, named once, revoked everywhere at once, shared by
+every host of one Redis, and moved in from an older version's auth.sqlite."""
+
 import sqlite3
+import threading
 
 import pytest
 
-from hostcore import NotFound, ValidationError
-from hostcore_tokens import TokenStore, digest
+from hostcore import NotFound, Unavailable, ValidationError, create_app
+from hostcore.testing.redis import redis_server
+from hostcore_tokens import digest, store
+
+CONFIG = {"PLUGINS": ["fs", "tokens"], "STORAGE": "fs"}
 
 
-def test_tokens_are_stored_hashed(tmp_path):
-    store = TokenStore(tmp_path / "auth.sqlite")
-    token = store.create("bot", ["write"], ["team"])
-    raw = sqlite3.connect(tmp_path / "auth.sqlite").execute("SELECT * FROM tokens").fetchall()
+def _host(path, **config):
+    return create_app({**CONFIG, **config}, instance_path=path).extensions["hostcore"]
+
+
+@pytest.fixture
+def host(tmp_path):
+    host = _host(tmp_path / "instance")
+    yield host
+    host.close()
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    with redis_server() as srv:
+        yield srv.url
+
+
+def test_tokens_are_stored_hashed(host):
+    token = store(host).create("bot", ["write"], ["team"])
+    raw = sqlite3.connect(host.instance_path / "shared.sqlite").execute("SELECT * FROM records").fetchall()
     assert token not in repr(raw) and digest(token) in repr(raw)
-    principal = store.verify(token)
+    principal = store(host).verify(token)
     assert principal.name == "bot" and principal.scopes == {"write"} and principal.namespaces == {"team"}
-    assert store.verify(token + "x") is None
+    assert store(host).verify(token + "x") is None
+    assert not (host.instance_path / "auth.sqlite").exists()
 
 
-def test_names_scopes_and_revocation(tmp_path):
-    store = TokenStore(tmp_path / "auth.sqlite")
-    token = store.create("bot", ["read"])
+def test_names_scopes_and_revocation(host):
+    tokens = store(host)
+    token = tokens.create("bot", ["read"])
     with pytest.raises(ValidationError, match="exists"):
-        store.create("bot", ["read"])
+        tokens.create("bot", ["read"])
     with pytest.raises(ValidationError) as err:
-        store.create("other", ["root"])
+        tokens.create("other", ["root"])
     assert err.value.field == "scope"
     with pytest.raises(ValidationError):
-        store.create("other", ["read"], ["_bad"])
-    store.revoke("bot")
-    assert store.verify(token) is None
+        tokens.create("other", ["read"], ["_bad"])
+    tokens.revoke("bot")
+    assert tokens.verify(token) is None
     with pytest.raises(NotFound):
-        store.revoke("bot")
-    store.create("bot", ["read"])  # the name is free again
-    assert [t["name"] for t in store.list()] == ["bot"]
+        tokens.revoke("bot")
+    tokens.create("bot", ["read"])  # the name is free again
+    other = tokens.create("other", ["read"])
+    listed = tokens.list()
+    assert [t["name"] for t in listed] == ["bot", "other"]
+    tokens.revoke(listed[1]["id"])  # by id too
+    assert tokens.verify(other) is None and [t["name"] for t in tokens.list()] == ["bot"]
 
 
-def test_shared_between_processes_threads(tmp_path):
-    import threading
+def test_last_used_is_recorded(host):
+    tokens = store(host)
+    token = tokens.create("bot", ["read"])
+    assert tokens.list()[0]["last_used"] is None
+    tokens.verify(token)
+    assert tokens.list()[0]["last_used"] is not None
 
-    store = TokenStore(tmp_path / "auth.sqlite")
-    tokens = [store.create(f"t{i}", ["read"]) for i in range(4)]
-    other = TokenStore(tmp_path / "auth.sqlite")
+
+def test_racing_creators_of_one_name_have_one_winner(host):
     results = []
-    threads = [threading.Thread(target=lambda t=t: results.append(other.verify(t).name)) for t in tokens]
+
+    def create():
+        try:
+            results.append(store(host).create("same", ["read"]))
+        except ValidationError:
+            results.append(None)
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == ["t0", "t1", "t2", "t3"]
+    winners = [r for r in results if r]
+    assert len(winners) == 1 and [t["name"] for t in store(host).list()] == ["same"]
+    assert store(host).verify(winners[0]).name == "same"
 
 
-def test_a_persons_token_acts_as_them_and_lists_only_theirs(tmp_path):
+def test_a_token_made_on_one_host_works_on_another_at_once(tmp_path, redis_url):
+    url = "http://wiki.example.org"
+    a = _host(tmp_path / "a", REDIS_URL=redis_url, PUBLIC_URL=url)
+    b = _host(tmp_path / "b", REDIS_URL=redis_url, PUBLIC_URL=url)
+    try:
+        token = store(a).create("laptop", ["write"])
+        assert store(b).verify(token).name == "laptop"
+        with pytest.raises(ValidationError, match="exists"):
+            store(b).create("laptop", ["read"])
+        store(b).revoke("laptop")
+        assert store(a).verify(token) is None
+    finally:
+        a.close()
+        b.close()
+
+
+def test_redis_down_is_unavailable_not_unknown(tmp_path):
+    with redis_server() as srv:
+        host = _host(tmp_path / "a", REDIS_URL=srv.url)
+        token = store(host).create("bot", ["read"])
+        srv.stop()
+        with pytest.raises(Unavailable, match="REDIS_URL"):
+            store(host).verify(token)
+        host.close()
+
+
+def test_an_old_auth_sqlite_is_moved_in_once(tmp_path):
+    instance = tmp_path / "instance"
+    instance.mkdir()
+    db = sqlite3.connect(instance / "auth.sqlite")
+    db.executescript(
+        "CREATE TABLE tokens (id INTEGER PRIMARY KEY, name TEXT NOT NULL, digest TEXT NOT NULL UNIQUE, scopes TEXT NOT NULL,"
+        " namespaces TEXT, created REAL NOT NULL, last_used REAL, revoked REAL);"
+    )
+    db.executemany(
+        "INSERT INTO tokens (name, digest, scopes, namespaces, created, revoked) VALUES (?, ?, ?, ?, ?, ?)",
+        [("kept", digest("hc_kept"), "write", "team", 1.0, None), ("gone", digest("hc_gone"), "read", None, 2.0, 3.0)],
+    )
+    db.commit()
+    db.close()
+    host = _host(instance)
+    try:
+        assert store(host).verify("hc_kept").namespaces == {"team"}
+        assert store(host).verify("hc_gone") is None
+        assert not (instance / "auth.sqlite").exists() and (instance / "auth.sqlite.migrated").exists()
+        assert [t["name"] for t in store(host).list()] == ["kept"]
+    finally:
+        host.close()
+    again = _host(instance)  # nothing to move any more; the token stays
+    assert store(again).verify("hc_kept").name == "kept"
+    again.close()
+
+
+def test_a_persons_token_acts_as_them_and_lists_only_theirs(host):
     from hostcore import Principal
     from hostcore_tokens import bounded
 
-    store = TokenStore(tmp_path / "auth.sqlite")
-    mine = store.create("laptop", ["write"], ["team", "notes"], owner="carol")
-    store.create("bot", ["read"])
-    assert store.verify(mine).name == "carol" and store.owned(mine)
-    assert [t["name"] for t in store.list(owner="carol")] == ["laptop"]
+    tokens = store(host)
+    mine = tokens.create("laptop", ["write"], ["team", "notes"], owner="carol")
+    tokens.create("bot", ["read"])
+    assert tokens.verify(mine).name == "carol" and tokens.owned(mine)
+    assert [t["name"] for t in tokens.list(owner="carol")] == ["laptop"]
     with pytest.raises(NotFound):
-        store.revoke("laptop", owner="dave")
+        tokens.revoke("laptop", owner="dave")
     # the person's current access bounds the token; a person who may not sign in any more has none
-    now = bounded(store.verify(mine), Principal("person:carol", frozenset({"read"}), frozenset({"team"})))
+    now = bounded(tokens.verify(mine), Principal("person:carol", frozenset({"read"}), frozenset({"team"})))
     assert now.name == "person:carol" and now.scopes == {"read"} and now.namespaces == {"team"}
-    assert bounded(store.verify(mine), None) is None
+    assert bounded(tokens.verify(mine), None) is None
