@@ -90,7 +90,7 @@ async def test_git_to_s3_to_git_keeps_every_byte_and_the_history(s3_server: S3Se
     imported = cli(on_s3, "import", str(tmp_path / "wiki-export"))
     assert "history: kept: every change replayed with its author, email, time, message and moves" in imported.stdout
     # the tokens, copied while the old wiki may still be using them, as docs/operators.md does it
-    subprocess.run([sys.executable, "-c", COPY_TOKENS, str(source / "auth.sqlite"), str(on_s3 / "auth.sqlite")], check=True)
+    subprocess.run([sys.executable, "-c", COPY_TOKENS, str(source / "shared.sqlite"), str(on_s3 / "shared.sqlite")], check=True)
     assert await search_through_mcp(on_s3, token, "roadmap") == ["team/the-roadmap"]
     assert look(on_s3) == before  # files, titles, tags, namespaces, every change, each page's history
 

@@ -117,7 +117,7 @@ def test_tokens_create_shown_once_list_use_and_revoke(carol, client_for, app, ad
     assert mcp.status_code == 200 and '"tok"' in mcp.text.replace("\\", "")
     # another person sees none of carol's tokens and cannot revoke them
     erin = client_for("erin")
-    token_id = re.search(r'name="id" value="(\d+)"', listing).group(1)
+    token_id = re.search(r'name="id" value="([0-9a-f]+)"', listing).group(1)
     assert "deskbox" not in erin.get("/_/account/tokens").text
     assert erin.post("/_/account/tokens/revoke", data={"csrf_token": erin.csrf, "id": token_id}).status_code == 404
     assert carol.post("/_/account/tokens/revoke", data={"csrf_token": carol.csrf, "id": token_id}).status_code == 302
