@@ -31,6 +31,7 @@ from hostcore.errors import (
     ValidationError,
 )
 from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite, set_aside
+from hostcore.seams.embed import Embedder, Vectors, unit_rows
 from hostcore.seams.extract import ExtractionFailed, Extractor
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.locks import FileLock
@@ -72,6 +73,7 @@ __all__ = [
     "Conflict",
     "Delete",
     "DiskFull",
+    "Embedder",
     "ExtractionFailed",
     "Extractor",
     "FileLock",
@@ -104,6 +106,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "ValidationError",
+    "Vectors",
     "__version__",
     "blob_hash",
     "check_namespace",
@@ -123,5 +126,6 @@ __all__ = [
     "resource",
     "set_aside",
     "tool",
+    "unit_rows",
     "wiki_links",
 ]

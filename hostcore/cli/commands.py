@@ -23,15 +23,18 @@ from hostcore.host.config import CONFIG_FILE, load_config
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
-EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs"]
+EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs", "wordllama"]
 EMBEDDED_STORAGE = "git"
 EMBEDDED_SEARCH = "sqlite"
+EMBEDDED_EMBEDDER = "wordllama"
 
 CONFIG_TEMPLATE = """\
 # hostcore instance configuration. Every key can be overridden by a HOSTCORE_<KEY> variable.
 PLUGINS = {plugins}
 STORAGE = "{storage}"
 SEARCH = "{search}"
+# Document search by meaning (search_attachments, similar_pages): the embedder, or "" for none.
+EMBEDDER = "{embedder}"
 # The URL clients use; `hostcore serve` derives it from --bind until it is set here.
 # PUBLIC_URL = "https://wiki.example.org"
 # ALLOWED_HOSTS = ["wiki.example.org"]
@@ -147,6 +150,7 @@ def init(obj: CliContext) -> None:
             plugins="[" + ", ".join(f'"{p}"' for p in EMBEDDED_PLUGINS) + "]",
             storage=EMBEDDED_STORAGE,
             search=EMBEDDED_SEARCH,
+            embedder=EMBEDDED_EMBEDDER,
         ),
         "utf-8",
     )
