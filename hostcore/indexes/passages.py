@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from hostcore.domain.attachments import split_attachment_path, sniff
+from hostcore.domain.attachments import sniff, split_attachment_path
 from hostcore.domain.pages import Page, slug_from_path
 from hostcore.errors import NotFound, Unavailable
 from hostcore.seams.derived import connect, damaged, file_id, recover_sqlite
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore.passages")
 
 Kind = Literal["page", "attachment"]
+Mode = Literal["keyword", "meaning"]
+MODES: tuple[Mode, ...] = ("keyword", "meaning")
 CHUNK_CHARS = 600  # a static embedding averages its words: short passages keep their meaning sharp
 MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a longer text is not indexed
 STEP_DOCUMENTS = 16  # documents indexed in one bounded step
@@ -53,6 +55,13 @@ CANDIDATES = 100  # passages taken from each ranking into the fusion
 RRF_K = 60  # reciprocal rank fusion: score = sum of 1 / (RRF_K + rank)
 MAX_QUERY_WORDS = 32
 EXCERPT_CHARS = 300
+
+# A question's function words match every passage; left out, the keyword ranking is by subject.
+STOP_WORDS = frozenset(
+    "a an and are as at be been but by can do does for from had has have how i if in into is it its me my no not "
+    "of on or our should so than that the their them then there these they this to was we were what when where "
+    "which who why will with would you your".split()
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -125,11 +134,10 @@ def split_passages(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, str]]:
 
 
 def query_words(query: str) -> list[str]:
-    """The words of a free-text query (letters and digits; single letters only when alone), at
-    most MAX_QUERY_WORDS, once each."""
-    words = re.findall(r"\w+", query.casefold())
-    seen = dict.fromkeys(w for w in words if len(w) > 1 or len(words) == 1)
-    return list(seen)[:MAX_QUERY_WORDS]
+    """The words of a free-text query that carry its subject (letters and digits, English function
+    words left out unless there is nothing else), at most MAX_QUERY_WORDS, once each."""
+    words = list(dict.fromkeys(re.findall(r"\w+", query.casefold())))
+    return ([w for w in words if w not in STOP_WORDS] or words)[:MAX_QUERY_WORDS]
 
 
 def excerpt(text: str, words: list[str], size: int = EXCERPT_CHARS) -> str:
@@ -233,8 +241,9 @@ class PassageIndex:
             self.kick()
             raise Unavailable("the passage index was damaged and is being rebuilt from storage; try again in a minute") from exc
 
-    def prepare(self) -> None:
-        """At start-up: set a damaged file aside, forget vectors of another embedder, start indexing."""
+    def prepare(self, start: bool = True) -> None:
+        """At start-up: set a damaged file aside, forget vectors of another embedder, and (``start``)
+        begin indexing in the background."""
         if self.path.exists():
             recover_sqlite(self.path, "passage index")
         with self._writing(), self._guard() as db:
@@ -248,7 +257,8 @@ class PassageIndex:
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
                 db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
                 db.execute("COMMIT")
-        self.kick()
+        if start:
+            self.kick()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -312,7 +322,10 @@ class PassageIndex:
             db.execute("DELETE FROM chunks WHERE path = ?", (path,))
             db.executemany(
                 "INSERT INTO chunks (path, start, text, vector) VALUES (?, ?, ?, ?)",
-                [(path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes()) for i, (start, piece) in enumerate(pieces)]
+                [
+                    (path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes())
+                    for i, (start, piece) in enumerate(pieces)
+                ]
                 if vectors is not None
                 else [],
             )
@@ -406,24 +419,27 @@ class PassageIndex:
         self._matrix = (key, matrix)
         return matrix
 
-    def search(self, query: str, *, kind: Kind, namespaces: Collection[str] | None, limit: int) -> list[Passage]:
+    def search(
+        self, query: str, *, kind: Kind, namespaces: Collection[str] | None, limit: int, modes: Collection[Mode] = MODES
+    ) -> list[Passage]:
         """The ``limit`` passages of ``kind`` documents in ``namespaces`` (None: all) best matching
-        ``query`` by keyword and by meaning, fused; best first."""
+        ``query`` by keyword and by meaning (``modes``: one of them alone, for comparisons), fused;
+        best first."""
         words = query_words(query)
         fused: dict[int, float] = {}
         with self._guard() as db:
-            if words:
+            if words and "keyword" in modes:
                 where, args = self._scope(kind, namespaces)
                 rows = db.execute(
                     "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks ON chunks.id = chunks_fts.rowid "
                     f"JOIN docs USING (path) WHERE chunks_fts MATCH ? AND {where} ORDER BY bm25(chunks_fts) LIMIT ?",
-                    [" OR ".join(f'"{w}"' for w in words), *args, CANDIDATES],
+                    [" ".join(f'"{w}"' for w in words), *args, CANDIDATES],
                 ).fetchall()
                 for rank, (rowid,) in enumerate(rows):
                     fused[rowid] = fused.get(rowid, 0.0) + 1 / (RRF_K + rank + 1)
             matrix = self._vectors(db)
             keep = np.flatnonzero(matrix.mask(kind, namespaces))
-            if len(keep):
+            if len(keep) and "meaning" in modes:
                 sims = matrix.vectors[keep] @ self.embedder.embed_query(query)
                 top = keep[np.argsort(-sims, kind="stable")[:CANDIDATES]]
                 for rank, i in enumerate(top):
@@ -442,7 +458,7 @@ class PassageIndex:
     def _passages(db: sqlite3.Connection, best: list[tuple[int, float]]) -> list[Passage]:
         if not best:
             return []
-        rows = {
+        rows: dict[int, tuple[Kind, str, str, str, int, str]] = {
             r[0]: r[1:]
             for r in db.execute(
                 "SELECT chunks.id, docs.kind, docs.slug, docs.filename, docs.title, chunks.start, chunks.text "
@@ -450,7 +466,7 @@ class PassageIndex:
                 [rowid for rowid, _ in best],
             )
         }
-        return [Passage(*rows[rowid], score=score) for rowid, score in best if rowid in rows]
+        return [Passage(*rows[rowid], score) for rowid, score in best if rowid in rows]
 
     def nearest(
         self, vector: Vectors, *, kind: Kind, namespaces: Collection[str] | None, limit: int, exclude: str = ""
@@ -470,14 +486,14 @@ class PassageIndex:
                         break
             if not best:
                 return []
-            docs = {
+            docs: dict[str, tuple[Kind, str, str, str]] = {
                 r[0]: r[1:]
                 for r in db.execute(
                     f"SELECT path, kind, slug, filename, title FROM docs WHERE path IN ({','.join('?' * len(best))})",
                     list(best),
                 )
             }
-        return [Near(*docs[p], similarity=s) for p, s in best.items() if p in docs]
+        return [Near(*docs[p], s) for p, s in best.items() if p in docs]
 
     def document_vector(self, path: str) -> Vectors | None:
         """The mean of the document's passage vectors, of length 1; None when it is not indexed."""

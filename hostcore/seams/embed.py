@@ -29,7 +29,8 @@ Vectors = npt.NDArray[np.float32]
 class Embedder(ABC):
     """Base class of embedders. Registered by ``name`` via ``register_embedders``.
 
-    Must implement :meth:`embed`. ``dimensions`` is the length of every vector; the constructor
+    Must implement :meth:`embed`. ``dimensions`` is the length of every vector, ``relevant`` the
+    similarity from which a text counts as related to a query; the constructor
     receives the embedder's config (``PLUGIN_CONFIG.<name>`` checked against :attr:`settings`).
     Load the model lazily (in :meth:`embed`), once per process: the host builds an embedder in
     every worker and in CLI commands that never embed anything.
@@ -37,6 +38,10 @@ class Embedder(ABC):
 
     name: ClassVar[str] = ""
     dimensions: ClassVar[int] = 0
+    # The cosine similarity below which a text is unrelated to a query, for this model: search
+    # adds a page found by meaning alone only from here up. Models differ (static ones sit near
+    # 0 for unrelated texts, E5 near 0.7); measure on your texts.
+    relevant: ClassVar[float] = 0.0
     settings: ClassVar[Mapping[str, Setting]] = {}
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:

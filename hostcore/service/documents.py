@@ -7,15 +7,36 @@ in namespaces the caller may read are ranked at all, so nothing else can leak in
 
 from __future__ import annotations
 
+import re
+
 from typing_extensions import TypedDict
 
-from hostcore.domain.attachments import attachment_url
+from hostcore.domain.attachments import URL_PREFIX, attachment_url, split_attachment_url
 from hostcore.domain.pages import page_path
-from hostcore.errors import Unavailable, ValidationError
-from hostcore.indexes.passages import PassageIndex, excerpt, query_words
-from hostcore.service.search import SearchMixin
+from hostcore.errors import NotFound, Unavailable, ValidationError
+from hostcore.indexes.passages import RRF_K, PassageIndex, excerpt, query_words
+from hostcore.service.attachments import AttachmentsMixin
+from hostcore.service.search import MAX_SEARCH_LIMIT, MAX_SEARCH_OFFSET, Fetched, Hit, Result, SearchMixin, SearchResult
 
 MAX_PASSAGE_LIMIT = 50
+ATTACHMENT_RESULTS = 5  # attachments that search adds to its ChatGPT-style results
+FETCH_CHARS = 100_000  # of an attachment's text in one fetch
+
+
+def plain_words(query: str) -> bool:
+    """True when ``query`` is words alone: no phrase, prefix, group, tag, OR, AND or NOT."""
+    return not re.search(r'["*()]|tag:', query, re.IGNORECASE) and not any(
+        token in ("OR", "AND", "NOT") or token.startswith("-") for token in query.split()
+    )
+
+
+def rrf(*rankings: list[str]) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion of ``rankings`` (keys, best first): (key, score), best first."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking):
+            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank + 1)
+    return sorted(scores.items(), key=lambda item: -item[1])
 
 
 class PassageHit(TypedDict):
@@ -45,8 +66,91 @@ class SimilarPages(TypedDict):
     pending: int
 
 
-class DocumentsMixin(SearchMixin):
-    """search_attachments and similar_pages."""
+class DocumentsMixin(SearchMixin, AttachmentsMixin):
+    """search_attachments and similar_pages; with them, search's results and fetch take in attachments."""
+
+    def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
+        """Pages best matching ``query``. With passages indexed (an ``EMBEDDER``), a query of plain
+        words ranks pages by keyword and meaning fused (:meth:`_hybrid`; a query with operators,
+        which meaning cannot honour, by keyword alone), and the first page of results
+        (``results``, for ChatGPT) also lists the attachments with the best passages, each with
+        its URL path as ``id`` for :meth:`fetch`."""
+        passages = self.host.passages
+        if passages is None or not plain_words(query):
+            found = super().search(query, namespace, offset, limit)
+        else:
+            found = self._hybrid(passages, query, namespace, offset, limit)
+        if passages is not None and offset == 0:
+            scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
+            best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
+            urls = list(dict.fromkeys(attachment_url(p.slug, p.filename) for p in best))[:ATTACHMENT_RESULTS]
+            base = self.host.config["PUBLIC_URL"].rstrip("/")
+            found["results"] += [Result(id=url, title=url.rsplit("/", 1)[1], url=base + url) for url in urls]
+        return found
+
+    def _hybrid(self, passages: PassageIndex, query: str, namespace: str | None, offset: int, limit: int) -> SearchResult:
+        """Pages ranked by the search backend and by meaning (each page's nearest passage, at
+        least the embedder's ``relevant`` similarity), fused by reciprocal rank; bench/
+        document_search.py measured it against either ranking alone."""
+        scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
+        if not 0 <= offset <= MAX_SEARCH_OFFSET:
+            raise ValidationError(f"must be between 0 and {MAX_SEARCH_OFFSET}; narrow the query instead", field="offset")
+        depth = offset + limit + 1
+        keyword = super().search(query, namespace, 0, MAX_SEARCH_LIMIT)
+        hits = keyword["hits"]
+        while keyword["more"] and len(hits) < depth and keyword["next_offset"] is not None:
+            keyword = super().search(query, namespace, keyword["next_offset"], MAX_SEARCH_LIMIT)
+            hits += keyword["hits"]
+        passages.kick()
+        near = passages.nearest(passages.embedder.embed_query(query), kind="page", namespaces=scope, limit=depth)
+        meaning = [n for n in near if n.similarity >= passages.embedder.relevant]
+        fused = rrf([h["slug"] for h in hits], [n.slug for n in meaning])
+        by_slug = {h["slug"]: h for h in hits}
+        words = query_words(query)
+        window: list[Hit] = []
+        for slug, score in fused[offset : offset + limit]:
+            hit = by_slug.get(slug)
+            if hit is None:
+                page = self._load(slug)
+                hit = {
+                    "slug": slug,
+                    "title": page.title,
+                    "tags": list(page.tags),
+                    "snippet": excerpt(page.body, words, 200),
+                    "score": 0.0,
+                }
+            window.append({**hit, "score": round(score, 6)})
+        more = len(fused) > offset + limit or keyword["more"]
+        return {
+            "hits": window,
+            "results": [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in window],
+            "more": more,
+            "next_offset": offset + len(window) if more and offset + len(window) <= MAX_SEARCH_OFFSET else None,
+        }
+
+    def fetch(self, id: str) -> Fetched:
+        """A page by its slug, or an attachment's text (at most FETCH_CHARS) by its URL path."""
+        if not id.startswith(URL_PREFIX):
+            return super().fetch(id)
+        owner = split_attachment_url(id)
+        if owner is None:
+            raise NotFound(f"no attachment {id!r}; pass an id from search's results", field="id")
+        slug, filename = owner
+        self._access("read", slug, "id")
+        try:
+            read = self.read_attachment(slug, filename, 0, FETCH_CHARS)
+        except NotFound:
+            raise NotFound(f"no attachment {id!r}; pass an id from search's results", field="id") from None
+        text = read["body"]
+        if read["truncated"]:
+            text += f"\n\n[the text goes on: read_attachment with slug {slug}, filename {filename}, offset {read['next_offset']}]"
+        return {
+            "id": id,
+            "title": filename,
+            "text": text,
+            "url": self.host.config["PUBLIC_URL"].rstrip("/") + id,
+            "metadata": {"slug": slug, "namespace": slug.split("/", 1)[0], "tags": [], "hash": read["hash"]},
+        }
 
     def _passages(self) -> PassageIndex:
         if self.host.passages is None:
@@ -63,9 +167,13 @@ class DocumentsMixin(SearchMixin):
         words = query_words(query)
         hits: list[PassageHit] = [
             {
-                "slug": p.slug, "filename": p.filename, "attachment_url": attachment_url(p.slug, p.filename),
-                "offset": p.start, "excerpt": excerpt(p.text, words), "score": round(p.score, 6),
-            }  # fmt: skip
+                "slug": p.slug,
+                "filename": p.filename,
+                "attachment_url": attachment_url(p.slug, p.filename),
+                "offset": p.start,
+                "excerpt": excerpt(p.text, words),
+                "score": round(p.score, 6),
+            }
             for p in found
         ]
         status = passages.status()
@@ -85,9 +193,7 @@ class DocumentsMixin(SearchMixin):
                 f"page {slug!r} is not indexed yet ({passages.pending()} documents pending); try again in a moment",
                 field="slug",
             )
-        near = passages.nearest(
-            vector, kind="page", namespaces=self.principal.namespaces, limit=limit, exclude=page_path(slug)
-        )
+        near = passages.nearest(vector, kind="page", namespaces=self.principal.namespaces, limit=limit, exclude=page_path(slug))
         return {
             "slug": slug,
             "pages": [{"slug": n.slug, "title": n.title, "similarity": round(n.similarity, 4)} for n in near],

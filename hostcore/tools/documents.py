@@ -11,7 +11,6 @@ from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.tool import Tool, tool
 from hostcore.service.documents import MAX_PASSAGE_LIMIT, AttachmentSearch, SimilarPages
 from hostcore.service.wiki import Wiki
-from hostcore.tools.attachments import OwnerSlug
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
