@@ -293,11 +293,13 @@ class PassageIndex:
                         db.execute("DELETE FROM docs WHERE path = ?", (path,))
                     db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
                     db.execute("COMMIT")
+            done = 0
             for path in todo[:limit]:
                 if self._closed:
                     break
                 self._index(path, *wanted[path])
-            return max(0, len(todo) - limit)
+                done += 1
+            return len(todo) - done
 
     def _text(self, path: str, kind: Kind, slug: str, filename: str) -> tuple[str, str, str, str]:
         """(title, text, status, reason) of the document at ``path``."""
