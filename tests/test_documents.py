@@ -122,7 +122,7 @@ def test_hook_register_embedders(tmp_path):
         def register_embedders(self, register):
             register(HashingEmbedder)
 
-    with pytest.raises(StartupError, match="two plugins register a embedder named 'hashing'|two plugins register an? embedder"):
+    with pytest.raises(StartupError, match="two plugins register an embedder named 'hashing'"):
         create_app({**EMBEDDED, "EMBEDDER": "hashing"}, instance_path=tmp_path / "c", plugins=[HashingPlugin(), Twice()])
 
     class NotAnEmbedder:
@@ -132,7 +132,7 @@ def test_hook_register_embedders(tmp_path):
         def register_embedders(self, register):
             register(dict)
 
-    with pytest.raises(StartupError, match="register_embedders: .* must be a Embedder subclass|must be an? Embedder"):
+    with pytest.raises(StartupError, match="register_embedders: .* must be a subclass of Embedder with a name"):
         create_app(EMBEDDED, instance_path=tmp_path / "d", plugins=[NotAnEmbedder()])
 
 

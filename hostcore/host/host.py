@@ -46,12 +46,14 @@ def _registry(
 ) -> Callable[[Any], None]:
     hook = hook or f"register_{kind}_backends"
 
+    article = "an" if kind[0] in "aeiou" else "a"
+
     def register(cls: Any) -> None:
         if not (isinstance(cls, type) and issubclass(cls, base)) or not getattr(cls, "name", ""):
-            raise StartupError(f"{hook}: {cls!r} must be a {base.__name__} subclass with a name")
+            raise StartupError(f"{hook}: {cls!r} must be a subclass of {base.__name__} with a name")
         if cls.name in table:
             raise StartupError(
-                f"two plugins register a {kind} named {cls.name!r} ({table[cls.name].__module__} and "
+                f"two plugins register {article} {kind} named {cls.name!r} ({table[cls.name].__module__} and "
                 f"{cls.__module__}); remove one from PLUGINS"
             )
         table[cls.name] = cls
