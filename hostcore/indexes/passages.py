@@ -242,11 +242,20 @@ class PassageIndex:
             raise Unavailable("the passage index was damaged and is being rebuilt from storage; try again in a minute") from exc
 
     def prepare(self, start: bool = True) -> None:
-        """At start-up: set a damaged file aside, forget vectors of another embedder, and (``start``)
-        begin indexing in the background."""
+        """At start-up: set a damaged file aside; then (``start``) let the background thread
+        forget vectors of another embedder and index, or do the former now. Never waits for
+        another process's indexing, so a worker starts at once."""
         if self.path.exists():
             recover_sqlite(self.path, "passage index")
-        with self._writing(), self._guard() as db:
+        if start:
+            self.kick()
+        else:
+            with self._writing():
+                self._forget_other_embedder()
+
+    def _forget_other_embedder(self) -> None:
+        """Empty the index when its vectors come from another embedder (under ``_writing``)."""
+        with self._guard() as db:
             row = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
             if row is None or row[0] != self.signature:
                 if row is not None:
@@ -257,13 +266,11 @@ class PassageIndex:
                 db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
                 db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
                 db.execute("COMMIT")
-        if start:
-            self.kick()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
         """Hold ``passages.lock``: one process writes the index at a time."""
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(self.path.with_name("passages.lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -284,6 +291,7 @@ class PassageIndex:
         """Index up to ``limit`` documents that differ from storage (and drop those gone); returns
         how many still differ afterwards."""
         with self._writing():
+            self._forget_other_embedder()  # one read; also marks a file made anew since
             todo, gone, wanted = self.plan()
             with self._guard() as db:
                 if gone:
@@ -410,13 +418,18 @@ class PassageIndex:
 
     def _vectors(self, db: sqlite3.Connection) -> _Matrix:
         """Every passage vector, loaded again only when the file or its generation changed."""
-        key = (file_id(self.path), db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        key = (file_id(self.path), meta["generation"])
         cached = self._matrix
         if cached is not None and cached[0] == key:
             return cached[1]
-        rows = db.execute(
-            "SELECT chunks.id, docs.kind, docs.namespace, chunks.path, chunks.vector FROM chunks JOIN docs USING (path)"
-        ).fetchall()
+        rows = (
+            db.execute(
+                "SELECT chunks.id, docs.kind, docs.namespace, chunks.path, chunks.vector FROM chunks JOIN docs USING (path)"
+            ).fetchall()
+            if meta.get("embedder") == self.signature  # else another embedder's, until the thread empties it
+            else []
+        )
         matrix = _Matrix(rows, self.embedder.dimensions)
         self._matrix = (key, matrix)
         return matrix
