@@ -1,5 +1,7 @@
 """Attachments end to end: the official MCP client and plain HTTP against ``hostcore serve``
-(gunicorn, 2 workers) on an instance made by ``hostcore init``.
+(gunicorn, 2 workers) on an instance made by ``hostcore init``: uploads through one-use URLs,
+text read in windows, and document search (a generated PDF, DOCX and XLSX found by an exact word
+and by a paraphrase, through moves, deletion and restore, within the caller's namespaces).
 
 A server of its own, since it needs short limits (upload URLs expire after 3 s, extraction stops
 after 3 s or at 384 MiB, files over 200,000 bytes are refused) and the test extractor plugin
