@@ -206,6 +206,7 @@ class PassageIndex:
         self._thread: threading.Thread | None = None
         self._again = False
         self._closed = False
+        self._plan: tuple[tuple[object, ...], tuple[list[str], list[str], dict[str, tuple[str, Kind, str, str]]]] | None = None
         self._matrix: tuple[tuple[tuple[int, int] | None, str], _Matrix] | None = None
 
     # --- the file ------------------------------------------------------------------------
@@ -280,12 +281,21 @@ class PassageIndex:
     # --- keeping it current --------------------------------------------------------------
 
     def plan(self) -> tuple[list[str], list[str], dict[str, tuple[str, Kind, str, str]]]:
-        """(paths to index, paths to drop, what storage holds)."""
-        wanted = _wanted(self.host)
+        """(paths to index, paths to drop, what storage holds). Remembered while neither the
+        storage's version nor the index changed (a search asks for it each time); a storage
+        without versions is compared every time."""
+        version = self.host.storage.version()  # before reading storage: a change meanwhile shows next time
         with self._guard() as db:
+            key = (version, file_id(self.path), db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+            cached = self._plan
+            if version is not None and cached is not None and cached[0] == key:
+                return cached[1]
             indexed = dict(db.execute("SELECT path, hash FROM docs").fetchall())
+        wanted = _wanted(self.host)
         todo = sorted(p for p, w in wanted.items() if indexed.get(p) != w[0])
-        return todo, sorted(set(indexed).difference(wanted)), wanted
+        plan = (todo, sorted(set(indexed).difference(wanted)), wanted)
+        self._plan = (key, plan)
+        return plan
 
     def step(self, limit: int = STEP_DOCUMENTS) -> int:
         """Index up to ``limit`` documents that differ from storage (and drop those gone); returns
