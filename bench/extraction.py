@@ -82,9 +82,13 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=50)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    report(args.pages, args.runs)
 
-    data, source = build_pdf(args.pages)
-    print(f"PDF: {args.pages} pages, {sum(map(len, source)):,} characters of text, {len(data):,} bytes; median of {args.runs} runs")
+
+def report(pages: int, runs: int) -> None:
+    """Print the figures for a PDF of ``pages`` pages, medians of ``runs`` runs."""
+    data, source = build_pdf(pages)
+    print(f"PDF: {pages} pages, {sum(map(len, source)):,} characters of text, {len(data):,} bytes; median of {runs} runs")
 
     def plugin() -> str:
         return PdfExtractor().extract(data, "application/pdf")
@@ -103,13 +107,13 @@ def main() -> None:
                 return subprocess.run([pdftotext, "-q", "-enc", "UTF-8", str(path), "-"], check=True, capture_output=True, text=True).stdout
 
             contenders.append(("pdftotext (poppler, reference)", poppler))
-        figures = median_seconds(contenders, args.runs)
+        figures = median_seconds(contenders, runs)
 
     reference = figures[-1][1] if pdftotext else None
     print(f"{'extractor':32} {'seconds':>8} {'pages/s':>9} {'words back':>11} {'time vs pdftotext':>18}")
     for name, seconds, text in figures:
         ratio = f"{seconds / reference:.1f}x" if reference else "-"
-        print(f"{name:32} {seconds:8.3f} {args.pages / seconds:9.0f} {recovered(source, text):11.1%} {ratio:>18}")
+        print(f"{name:32} {seconds:8.3f} {pages / seconds:9.0f} {recovered(source, text):11.1%} {ratio:>18}")
     if not pdftotext:
         print("pdftotext not found, so no reference: install poppler-utils (apt-get install poppler-utils) and run again")
 

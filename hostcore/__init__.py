@@ -31,6 +31,7 @@ from hostcore.errors import (
     ValidationError,
 )
 from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite, set_aside
+from hostcore.seams.embed import Embedder, Vectors, unit_rows
 from hostcore.seams.extract import ExtractionFailed, Extractor
 from hostcore.seams.hookspecs import hookimpl
 from hostcore.seams.locks import FileLock
@@ -88,6 +89,7 @@ __all__ = [
     "Conflict",
     "Delete",
     "DiskFull",
+    "Embedder",
     "ExtractionFailed",
     "Extractor",
     "FileLock",
@@ -121,6 +123,7 @@ __all__ = [
     "Unauthorized",
     "Unavailable",
     "ValidationError",
+    "Vectors",
     "__version__",
     "blob_hash",
     "check_csrf",
@@ -147,5 +150,6 @@ __all__ = [
     "sign_in",
     "sign_out",
     "tool",
+    "unit_rows",
     "wiki_links",
 ]

@@ -11,7 +11,7 @@ import pytest
 
 from hostcore import ConfigError, NotFound
 from hostcore.app import build_host
-from hostcore.cli.commands import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
+from hostcore.cli.commands import EMBEDDED_EMBEDDER, EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
 from hostcore.cli.reference import render
 from hostcore.seams import hookspecs
 
@@ -55,7 +55,8 @@ def test_every_hook_has_a_test_named_after_it():
 
 
 def test_tool_reference_is_generated_from_the_tools(tmp_path):
-    host = build_host(tmp_path, {"PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH}, start=False)
+    embedded = {"PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH, "EMBEDDER": EMBEDDED_EMBEDDER}
+    host = build_host(tmp_path, embedded, start=False)
     generated = render(host.tools.values())
     assert (ROOT / "docs" / "tools.md").read_text() == generated, "regenerate: hostcore tools --markdown > docs/tools.md"
     for name in host.tools:

@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 import hostcore_tokens
 from hostcore import create_app
-from hostcore.cli.commands import EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
+from hostcore.cli.commands import EMBEDDED_EMBEDDER, EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
 from hostcore.domain.pages import NAMESPACE_FILE
 from hostcore.domain.principal import SYSTEM
 from hostcore.host.host import Host
@@ -166,10 +166,10 @@ def _deep(depth: int) -> Any:
 
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Flask:
-    """The embedded default instance (git, sqlite search, tokens, docs) with a few pages, an
+    """The embedded default instance (git, sqlite search, tokens, docs, wordllama) with a few pages, an
     attachment and one token per scope."""
     config = {
-        "PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH,
+        "PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH, "EMBEDDER": EMBEDDED_EMBEDDER,
         # thousands of calls by four tokens: the limits are tested in test_rate_limits.py
         "RATE_LIMITS": {"requests": "off", "writes": "off"},
     }  # fmt: skip

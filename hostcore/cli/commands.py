@@ -24,15 +24,18 @@ from hostcore.host.config import CONFIG_FILE, load_config
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
-EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs", "accounts", "oauth", "web"]
+EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs", "wordllama", "accounts", "oauth", "web"]
 EMBEDDED_STORAGE = "git"
 EMBEDDED_SEARCH = "sqlite"
+EMBEDDED_EMBEDDER = "wordllama"
 
 CONFIG_TEMPLATE = """\
 # hostcore instance configuration. Every key can be overridden by a HOSTCORE_<KEY> variable.
 PLUGINS = {plugins}
 STORAGE = "{storage}"
 SEARCH = "{search}"
+# Document search by meaning (search_attachments, similar_pages): the embedder, or "" for none.
+EMBEDDER = "{embedder}"
 # The URL clients use; `hostcore serve` derives it from --bind until it is set here.
 # PUBLIC_URL = "https://wiki.example.org"
 # ALLOWED_HOSTS = ["wiki.example.org"]
@@ -149,6 +152,7 @@ def init(obj: CliContext) -> None:
             plugins="[" + ", ".join(f'"{p}"' for p in EMBEDDED_PLUGINS) + "]",
             storage=EMBEDDED_STORAGE,
             search=EMBEDDED_SEARCH,
+            embedder=EMBEDDED_EMBEDDER,
         ),
         "utf-8",
     )
@@ -312,7 +316,7 @@ def tools_(obj: CliContext, markdown: bool) -> None:
 @instance_option
 @click.pass_obj
 def reindex(obj: CliContext) -> None:
-    """Rebuild the search index (and catch up the link graph) from storage.
+    """Rebuild the search index and the passage index (and catch up the link graph) from storage.
 
     Works on any instance whose storage is readable: damaged index files are set aside as the host
     opens them, and the start-up hooks (which would rebuild in the background) do not run.
@@ -321,17 +325,43 @@ def reindex(obj: CliContext) -> None:
     from hostcore.indexes.indexer import catch_up_links, catch_up_search
 
     host = build_host(obj.instance, start=False)
-    if host.search is None:
-        raise click.ClickException("no search backend is configured (SEARCH is empty)")
-    host.search.clear()
-    total = sum(1 for path in host.storage.list() if slug_from_path(path))
-    with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
-        indexed, _removed = catch_up_search(host, progress=bar.update, full=True)
-    host.search.rebuild.done()
+    if host.search is None and host.passages is None:
+        raise click.ClickException("no search backend and no embedder are configured (SEARCH and EMBEDDER are empty)")
+    if host.search is not None:
+        host.search.clear()
+        total = sum(1 for path in host.storage.list() if slug_from_path(path))
+        with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
+            indexed, _removed = catch_up_search(host, progress=bar.update, full=True)
+        host.search.rebuild.done()
+        click.echo(f"indexed {indexed} pages")
     catch_up_links(host)
     host.links.rebuild.done()
+    if host.passages is not None:
+        host.passages.prepare(start=False)
+        host.passages.clear()
+        with click.progressbar(length=host.passages.pending(), label="embedding passages", file=sys.stderr) as bar:
+            documents = host.passages.catch_up(progress=bar.update)
+        click.echo(f"embedded the passages of {documents} pages and attachments")
     host.close()
-    click.echo(f"indexed {indexed} pages")
+
+
+@main.command()
+@instance_option
+@click.pass_obj
+def status(obj: CliContext) -> None:
+    """Show the state of the derived indexes: the passage index's documents, passages and pending."""
+    host = build_host(obj.instance, start=False)
+    try:
+        if host.passages is None:
+            click.echo("passages: off (EMBEDDER is empty)")
+        else:
+            state = host.passages.status()
+            click.echo(
+                f"passages: embedder {state['embedder']}, {state['documents']} documents indexed "
+                f"({state['passages']} passages), {state['pending']} pending"
+            )
+    finally:
+        host.close()
 
 
 for _command in (export_command, import_command):

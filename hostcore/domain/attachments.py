@@ -16,7 +16,14 @@ import re
 import zipfile
 from urllib.parse import unquote
 
-from hostcore.domain.pages import FILES_SUFFIX, check_portable, check_segment, outside_code
+from hostcore.domain.pages import (
+    FILES_SUFFIX,
+    PAGE_SUFFIX,
+    check_portable,
+    check_segment,
+    outside_code,
+    slug_from_path,
+)
 from hostcore.errors import ValidationError
 
 URL_PREFIX = "/_/files/"
@@ -51,6 +58,15 @@ def files_folder(slug: str) -> str:
 
 def attachment_path(slug: str, filename: str) -> str:
     return f"{files_folder(slug)}/{filename}"
+
+
+def split_attachment_path(path: str) -> tuple[str, str] | None:
+    """(slug, filename) of a visible attachment's storage path (``notes/plan.files/report.pdf``), or None."""
+    folder, _, filename = path.rpartition("/")
+    if not folder.endswith(FILES_SUFFIX) or not filename or filename[0] in "._":
+        return None
+    slug = folder[: -len(FILES_SUFFIX)]
+    return (slug, filename) if slug_from_path(slug + PAGE_SUFFIX) == slug else None
 
 
 def attachment_url(slug: str, filename: str) -> str:

@@ -31,6 +31,9 @@ SETTINGS: dict[str, Setting] = {
     "PLUGINS": Setting(list, [], "plugins to load, by name"),
     "STORAGE": Setting(str, "fs", "the storage backend, by name"),
     "SEARCH": Setting(str, "", "the search backend, by name; empty for none"),
+    "EMBEDDER": Setting(
+        str, "", "the embedder of document search (search_attachments, similar_pages), by name; empty for none"
+    ),
     "PLUGIN_CONFIG": Setting(dict, {}, "a table of settings per plugin"),
     "PUBLIC_URL": Setting(str, "http://127.0.0.1:8080", "the URL clients use"),
     "ALLOWED_HOSTS": Setting(list, [], "more Host header values to serve"),

@@ -23,6 +23,8 @@ from hostcore.host.shared import RedisShared, SqliteShared
 from hostcore.host.uploads import UploadTickets
 from hostcore.indexes.extraction import TextExtraction
 from hostcore.indexes.link_graph import LinkGraph
+from hostcore.indexes.passages import PassageIndex
+from hostcore.seams.embed import Embedder
 from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
@@ -41,13 +43,19 @@ PAGE_EVENTS = ("page_saved", "page_deleted", "page_moved")  # what notify() deli
 PATH_SETTING = Setting(str, None, "the backend's folder, relative to the instance folder")
 
 
-def _registry(kind: str, base: type[Storage | SearchBackend], table: dict[str, Any]) -> Callable[[Any], None]:
+def _registry(
+    kind: str, base: type[Storage | SearchBackend | Embedder], table: dict[str, Any], hook: str = ""
+) -> Callable[[Any], None]:
+    hook = hook or f"register_{kind}_backends"
+
+    article = "an" if kind[0] in "aeiou" else "a"
+
     def register(cls: Any) -> None:
         if not (isinstance(cls, type) and issubclass(cls, base)) or not getattr(cls, "name", ""):
-            raise StartupError(f"register_{kind}_backends: {cls!r} must be a {base.__name__} subclass with a name")
+            raise StartupError(f"{hook}: {cls!r} must be a subclass of {base.__name__} with a name")
         if cls.name in table:
             raise StartupError(
-                f"two plugins register a {kind} backend named {cls.name!r} ({table[cls.name].__module__} and "
+                f"two plugins register {article} {kind} named {cls.name!r} ({table[cls.name].__module__} and "
                 f"{cls.__module__}); remove one from PLUGINS"
             )
         table[cls.name] = cls
@@ -55,19 +63,26 @@ def _registry(kind: str, base: type[Storage | SearchBackend], table: dict[str, A
     return register
 
 
-def register_backends(pm: pluggy.PluginManager) -> tuple[dict[str, type[Storage]], dict[str, type[SearchBackend]]]:
-    """Name -> class of every storage and search backend the plugins register."""
+def register_backends(
+    pm: pluggy.PluginManager,
+) -> tuple[dict[str, type[Storage]], dict[str, type[SearchBackend]], dict[str, type[Embedder]]]:
+    """Name -> class of every storage backend, search backend and embedder the plugins register."""
     storage: dict[str, type[Storage]] = {}
     search: dict[str, type[SearchBackend]] = {}
-    pm.hook.register_storage_backends(register=_registry("storage", Storage, storage))
-    pm.hook.register_search_backends(register=_registry("search", SearchBackend, search))
-    return storage, search
+    embedders: dict[str, type[Embedder]] = {}
+    pm.hook.register_storage_backends(register=_registry("storage backend", Storage, storage, "register_storage_backends"))
+    pm.hook.register_search_backends(register=_registry("search backend", SearchBackend, search, "register_search_backends"))
+    pm.hook.register_embedders(register=_registry("embedder", Embedder, embedders, "register_embedders"))
+    return storage, search, embedders
 
 
 def backend_problems(
-    config: Mapping[str, Any], storage: Mapping[str, type[Storage]], search: Mapping[str, type[SearchBackend]]
+    config: Mapping[str, Any],
+    storage: Mapping[str, type[Storage]],
+    search: Mapping[str, type[SearchBackend]],
+    embedders: Mapping[str, type[Embedder]] | None = None,
 ) -> list[str]:
-    """Every problem with ``STORAGE``, ``SEARCH`` and the backends' ``PLUGIN_CONFIG`` tables.
+    """Every problem with ``STORAGE``, ``SEARCH``, ``EMBEDDER`` and the backends' ``PLUGIN_CONFIG`` tables.
 
     A table named after a backend is checked against the settings it declares (plus ``path``, its
     folder, which the host handles); other plugins check their own tables in ``startup``.
@@ -75,7 +90,10 @@ def backend_problems(
     problems = []
     listed = config.get("PLUGINS")
     plugins: list[Any] = listed if isinstance(listed, list) else []
-    for setting, kind, table in (("STORAGE", "storage", storage), ("SEARCH", "search", search)):
+    kinds: tuple[tuple[str, str, Mapping[str, type]], ...] = (
+        ("STORAGE", "storage backend", storage), ("SEARCH", "search backend", search), ("EMBEDDER", "embedder", embedders or {})
+    )
+    for setting, kind, table in kinds:
         name = config.get(setting)
         if isinstance(name, str) and name and name not in table:
             if name in installed_plugins() and name not in plugins:
@@ -83,10 +101,11 @@ def backend_problems(
             else:
                 fix = "name a loaded one, or install the plugin that provides it and add it to PLUGINS"
             loaded = ", ".join(sorted(table)) or "none"
-            problems.append(f"{where(config, setting)}: no {kind} backend named {name!r} is loaded (loaded: {loaded}); {fix}")
+            problems.append(f"{where(config, setting)}: no {kind} named {name!r} is loaded (loaded: {loaded}); {fix}")
     tables = config.get("PLUGIN_CONFIG")
     for name, values in tables.items() if isinstance(tables, Mapping) else ():
-        declared = [cls.settings for cls in (storage.get(name), search.get(name)) if cls is not None]
+        classes = (storage.get(name), search.get(name), (embedders or {}).get(name))
+        declared = [cls.settings for cls in classes if cls is not None]
         if not declared or not isinstance(values, Mapping):
             continue
         spec = {"path": PATH_SETTING}
@@ -128,8 +147,8 @@ class Host:
             for impl in getattr(pm.hook, event).get_hookimpls():
                 if impl.wrapper or impl.hookwrapper:
                     raise StartupError(f"plugin {impl.plugin_name}: {event} cannot be a wrapper; events reach each listener on its own")
-        self.storage_backends, self.search_backends = register_backends(pm)
-        problems = backend_problems(config, self.storage_backends, self.search_backends)
+        self.storage_backends, self.search_backends, self.embedders = register_backends(pm)
+        problems = backend_problems(config, self.storage_backends, self.search_backends, self.embedders)
         if problems:
             raise StartupError("; ".join(problems), problems=problems)
         self.extractors: list[Extractor] = []
@@ -151,6 +170,11 @@ class Host:
             else SqliteShared(self.instance_path / "shared.sqlite")
         )
         self.uploads = UploadTickets(self.shared)
+        self.passages: PassageIndex | None = None
+        if config.get("EMBEDDER"):
+            name = config["EMBEDDER"]
+            embedder = self.embedders[name](self.plugin_config(name))
+            self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}
@@ -247,6 +271,8 @@ class Host:
         self.links.rebuild.wait()
         if self.search is not None:
             self.search.rebuild.wait()
+        if self.passages is not None:
+            self.passages.close()
         self.links.close()
         self.uploads.close()
         self.extraction.close()

@@ -58,6 +58,11 @@ def register_extractors(register: Callable[[type], None]) -> None:
 
 
 @hookspec
+def register_embedders(register: Callable[[type], None]) -> None:
+    """Contribute embedders: ``register(cls)`` for each ``Embedder`` subclass (by its ``name``); ``EMBEDDER`` picks one."""
+
+
+@hookspec
 def register_routes(app: flask.Flask, host: Host) -> None:
     """Add web routes (blueprints, views) to the Flask app. Paths that are not pages live under ``/_/``."""
 

@@ -143,6 +143,8 @@ class AttachmentsMixin(WikiBase):
             ) from None
         digest = stored[path] or blob_hash(data)
         text = self.host.extraction.text(data, digest, media_type)
+        if self.host.passages is not None:  # its passages are indexed in the background
+            self.host.passages.kick()
         extracted = text.status == "extracted"
         return {
             "slug": slug, "filename": filename, "attachment_url": attachment_url(slug, filename),

@@ -75,6 +75,7 @@ class Health(TypedDict, total=False):
     counts: Counts
     storage: dict[str, object]
     rate_limits: dict[str, object]
+    passages: dict[str, object]
 
 
 def _index_page(wiki: WikiBase, namespace: str) -> str:
@@ -251,4 +252,6 @@ class LinksMixin(PagesMixin):
         if self.principal.namespaces is None:
             result["storage"] = self.storage.status()
             result["rate_limits"] = self.host.limiter.status()
+            if self.host.passages is not None:
+                result["passages"] = dict(self.host.passages.status())
         return result

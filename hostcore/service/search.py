@@ -57,21 +57,25 @@ class SearchMixin(WikiBase):
     def page_url(self, slug: str) -> str:
         return f"{self.host.config['PUBLIC_URL'].rstrip('/')}/{quote(slug)}"
 
+    def _scope(self, query: str, namespace: str | None, limit: int, max_limit: int) -> frozenset[str] | None:
+        """The namespaces a search of the caller covers (None: all); checks query, namespace and limit."""
+        if not query.strip():
+            raise ValidationError("is empty; give words to search for", field="query")
+        if not 1 <= limit <= max_limit:
+            raise ValidationError(f"must be between 1 and {max_limit}", field="limit")
+        if namespace is None:
+            return self.principal.namespaces
+        check_namespace(namespace, "namespace")
+        self.principal.require_namespace(namespace, "namespace")
+        return frozenset({namespace})
+
     def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
         self.principal.require("read")
         if self.host.search is None:
             raise Unavailable("search is not enabled on this wiki (SEARCH is empty); use list_pages")
-        if not query.strip():
-            raise ValidationError("is empty; give words to search for", field="query")
+        scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
         if not 0 <= offset <= MAX_SEARCH_OFFSET:
             raise ValidationError(f"must be between 0 and {MAX_SEARCH_OFFSET}; narrow the query instead", field="offset")
-        if not 1 <= limit <= MAX_SEARCH_LIMIT:
-            raise ValidationError(f"must be between 1 and {MAX_SEARCH_LIMIT}", field="limit")
-        scope = self.principal.namespaces
-        if namespace is not None:
-            check_namespace(namespace, "namespace")
-            self.principal.require_namespace(namespace, "namespace")
-            scope = frozenset({namespace})
         self.host.search.rebuild.check()
         catch_up(self.host)
         found = self.host.search.search(query, namespaces=scope, offset=offset, limit=limit)

@@ -42,7 +42,7 @@ SUITE_LIMITS = {"HOSTCORE_RATE_LIMITS": json.dumps({"requests": "100000/minute",
 test_rate_limits.py tests the limits with its own."""
 E2E_ENV = {
     **SUITE_LIMITS,
-    **({"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens", "sqlite"])} if E2E_STORAGE else {}),
+    **({"HOSTCORE_STORAGE": E2E_STORAGE, "HOSTCORE_PLUGINS": json.dumps([E2E_STORAGE, "tokens", "sqlite", "docs", "wordllama"])} if E2E_STORAGE else {}),
 }
 
 

@@ -1,5 +1,7 @@
 """Attachments end to end: the official MCP client and plain HTTP against ``hostcore serve``
-(gunicorn, 2 workers) on an instance made by ``hostcore init``.
+(gunicorn, 2 workers) on an instance made by ``hostcore init``: uploads through one-use URLs,
+text read in windows, and document search (a generated PDF, DOCX and XLSX found by an exact word
+and by a paraphrase, through moves, deletion and restore, within the caller's namespaces).
 
 A server of its own, since it needs short limits (upload URLs expire after 3 s, extraction stops
 after 3 s or at 384 MiB, files over 200,000 bytes are refused) and the test extractor plugin
@@ -8,6 +10,7 @@ after 3 s or at 384 MiB, files over 200,000 bytes are refused) and the test extr
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
@@ -34,6 +37,17 @@ LIMIT = 200_000
 
 @pytest.fixture(scope="module")
 def files_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    yield from serve(tmp_path_factory, hostile=True)
+
+
+@pytest.fixture(scope="module")
+def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The instance as ``hostcore init`` makes it, limits left alone (3 s of extraction is too
+    little for an ordinary PDF on a busy machine)."""
+    yield from serve(tmp_path_factory, hostile=False)
+
+
+def serve(tmp_path_factory: pytest.TempPathFactory, hostile: bool) -> Iterator[RunningServer]:
     instance = tmp_path_factory.mktemp("attachments") / "instance"
     admin = re.findall(r"hc_[A-Za-z0-9_-]+", cli(instance, "init").stdout)[0]
     plugins = json.loads(E2E_ENV["HOSTCORE_PLUGINS"]) if "HOSTCORE_PLUGINS" in E2E_ENV else tomllib.loads((instance / "hostcore.toml").read_text())["PLUGINS"]
@@ -45,7 +59,7 @@ def files_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
         "HOSTCORE_EXTRACT_TIMEOUT_SECONDS": "3",
         "HOSTCORE_MAX_ATTACHMENT_BYTES": str(LIMIT),
         "HOSTCORE_EXTRACT_MEMORY_BYTES": str(384 * 2**20),
-    }
+    } if hostile else dict(E2E_ENV)
     tokens = {
         "admin": admin,
         "write": create_token(instance, "writer", ["write"]),
@@ -91,7 +105,7 @@ async def upload(srv: RunningServer, slug: str, filename: str, data: bytes) -> d
 async def test_the_tools_are_listed_on_a_new_instance(files_server):
     async with mcp_session(files_server, files_server.tokens["write"]) as c:
         names = {t.name for t in (await c.list_tools()).tools}
-    assert {"upload_attachment", "read_attachment"} <= names
+    assert {"upload_attachment", "read_attachment", "search_attachments", "similar_pages"} <= names
 
 
 async def test_upload_link_read_move_delete_restore(files_server):
@@ -203,3 +217,101 @@ async def test_workers_keep_serving_while_a_hostile_extraction_is_stopped(files_
     err = tool_error(await call(srv, "read", "read_attachment", {"slug": slug, "filename": "evil.bin"}))
     assert err["code"] == "unavailable" and reason in err["message"]
     assert get_file(srv, "read", result["attachment_url"]).content == b"\x00" + command
+
+
+def pdf_bytes(pages: list[str]) -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 6, text)
+    return bytes(pdf.output())
+
+
+def docx_bytes(paragraphs: list[str]) -> bytes:
+    import docx
+
+    document = docx.Document()
+    for text in paragraphs:
+        document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def xlsx_bytes(rows: list[list[object]]) -> bytes:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    for row in rows:
+        workbook.active.append(row)
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+FILLER = "The committee reviewed the minutes of the previous meeting and approved them without change. "
+PDF_PAGES = [FILLER * 6, "The kitten chased a mouse around the kitchen until both were worn out.", FILLER * 6]
+DOCX_PARAGRAPHS = [FILLER * 3, "Invoices must be paid within thirty days of receipt by the treasurer.", FILLER * 3]
+XLSX_ROWS: list[list[object]] = [["region", "zebrafish", "count"], ["north", "larvae", 120], ["south", "adults", 45]]
+
+
+async def searched(srv: RunningServer, token: str, query: str) -> dict[str, Any]:
+    """search_attachments once nothing is pending (indexing runs in the background of each worker)."""
+    for _ in range(300):
+        found = ok(await call(srv, token, "search_attachments", {"query": query}))
+        if found["pending"] == 0:
+            return found
+        await anyio.sleep(0.1)
+    raise AssertionError(f"still {found['pending']} documents pending after 30 s")
+
+
+async def test_documents_are_read_in_windows_and_found_by_word_and_by_meaning(docs_server):
+    srv = docs_server
+    page = ok(await call(srv, "write", "save_page", {"slug": "notes/sources", "body": "# Sources\n\nLINKS\n"}))
+    pdf = await upload(srv, "notes/sources", "paper.pdf", pdf_bytes(PDF_PAGES))
+    doc = await upload(srv, "notes/sources", "letter.docx", docx_bytes(DOCX_PARAGRAPHS))
+    sheet = await upload(srv, "notes/sources", "counts.xlsx", xlsx_bytes(XLSX_ROWS))
+    assert [f["text_status"] for f in (pdf, doc, sheet)] == ["extracted"] * 3, (pdf, doc, sheet)
+    links = " ".join(f"[{f['filename']}]({f['attachment_url']})" for f in (pdf, doc, sheet))
+    ok(await call(srv, "write", "edit_page", {"slug": "notes/sources", "basehash": page["hash"],
+                                             "edits": [{"oldText": "LINKS", "newText": links}]}))  # fmt: skip
+
+    read, offset = "", 0
+    while True:
+        window = ok(await call(srv, "read", "read_attachment", {"slug": "notes/sources", "filename": "paper.pdf",
+                                                               "offset": offset, "limit": 300}))  # fmt: skip
+        read += window["body"]
+        if not window["truncated"]:
+            break
+        offset = window["next_offset"]
+    assert len(read) == pdf["total_chars"] and "kitten chased a mouse" in read
+
+    exact = await searched(srv, "read", "zebrafish")
+    assert (exact["hits"][0]["filename"], exact["hits"][0]["slug"]) == ("counts.xlsx", "notes/sources")
+    assert "<mark>zebrafish</mark>" in exact["hits"][0]["excerpt"]
+    meaning = await searched(srv, "read", "small pet hunting a rodent indoors")  # no word in common with the passage
+    best = meaning["hits"][0]
+    assert best["filename"] == "paper.pdf" and "kitten" in best["excerpt"]
+    window = ok(await call(srv, "read", "read_attachment", {"slug": "notes/sources", "filename": "paper.pdf",
+                                                           "offset": best["offset"], "limit": 200}))  # fmt: skip
+    assert "kitten chased a mouse" in window["body"]
+    bills = await searched(srv, "read", "invoices")
+    assert bills["hits"][0]["filename"] == "letter.docx"
+    assert ok(await call(srv, "team_read", "search_attachments", {"query": "zebrafish"}))["hits"] == []
+    assert ok(await call(srv, "team_read", "search_attachments", {"query": "small pet hunting a rodent indoors"}))["hits"] == []
+
+    current = ok(await call(srv, "read", "read_page", {"slug": "notes/sources"}))
+    ok(await call(srv, "write", "move_page", {"slug": "notes/sources", "new_slug": "notes/archive", "basehash": current["hash"]}))
+    moved = ok(await call(srv, "read", "read_attachment", {"slug": "notes/archive", "filename": "letter.docx"}))
+    assert "Invoices must be paid" in moved["body"]
+    assert (await searched(srv, "read", "zebrafish"))["hits"][0]["slug"] == "notes/archive"
+    ok(await call(srv, "write", "delete_page", {"slug": "notes/archive"}))
+    assert all(h["filename"] != "counts.xlsx" for h in (await searched(srv, "read", "zebrafish"))["hits"])
+    if srv.storage_kind == "git":
+        ok(await call(srv, "write", "restore_page", {"slug": "notes/archive"}))
+        back = ok(await call(srv, "read", "read_attachment", {"slug": "notes/archive", "filename": "counts.xlsx"}))
+        assert "zebrafish" in back["body"]
+        assert (await searched(srv, "read", "zebrafish"))["hits"][0]["slug"] == "notes/archive"

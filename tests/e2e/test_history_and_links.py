@@ -310,14 +310,14 @@ async def test_health_reports_missing_and_orphans_per_namespace_and_per_token(se
         "stale": [],
         "counts": {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0},
     }
-    assert {k: v for k, v in report_one.items() if k not in ("storage", "rate_limits")} == expected_one
-    assert {k: v for k, v in report_two.items() if k not in ("storage", "rate_limits")} == expected_two
+    assert {k: v for k, v in report_one.items() if k not in ("storage", "rate_limits", "passages")} == expected_one
+    assert {k: v for k, v in report_two.items() if k not in ("storage", "rate_limits", "passages")} == expected_two
     for entry in expected_one["missing"] + expected_two["missing"]:
         assert entry in whole["missing"]
     assert {f"{one}/lonely", f"{two}/c"} <= set(whole["orphans"])
     assert not any(o.startswith((f"{one}/", f"{two}/")) and o not in (f"{one}/lonely", f"{two}/c") for o in whole["orphans"])
     assert whole["counts"]["missing"] >= 2 and whole["counts"]["orphans"] >= 2
-    assert "storage" in whole  # operators see the storage facts; limited tokens do not
+    assert "storage" in whole and "passages" in whole  # operators see the storage and index facts; limited tokens do not
 
     limited = server.create_token(f"health-{uid[-40:]}", ["read"], [one])
     async with mcp_session(server, limited, mode) as c:

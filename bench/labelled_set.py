@@ -1,0 +1,201 @@
+"""A small labelled set for retrieval quality: documents on distinct subjects, each with a
+paraphrase query that shares no word of four letters or more with it, a keyword query (a word
+the document uses) and a reference code (``code(i)``, written at the document's end) to look it
+up by, as people look up an invoice or a part number. ``check()`` holds the paraphrases to
+that rule.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (name, document text, paraphrase query, keyword query)
+SET: list[tuple[str, str, str, str]] = [
+    (
+        "bread",
+        "Knead the dough for ten minutes, then let it rise somewhere warm until doubled. Bake the loaf at 220 degrees until the crust sounds hollow when tapped.",
+        "how do I make homemade bread",
+        "crust",
+    ),
+    (
+        "tax",
+        "The quarterly filing deadline for income returns is the fifteenth of April. Late submissions incur a penalty and interest on the amount owed.",
+        "when are taxes due",
+        "penalty",
+    ),
+    (
+        "cat",
+        "Felines spend most of the day asleep and groom their fur with rough tongues. A kitten learns to hunt by stalking toys and insects.",
+        "pet cats napping and cleaning themselves",
+        "kitten",
+    ),
+    (
+        "garden",
+        "Sow tomato seeds indoors six weeks before the last frost, then transplant the seedlings into beds with compost and water them deeply.",
+        "growing vegetables from seed",
+        "seedlings",
+    ),
+    (
+        "car",
+        "Change the engine oil every ten thousand kilometres and check the tyre pressure monthly; worn brake pads squeal when the vehicle stops.",
+        "automobile maintenance schedule",
+        "brake",
+    ),
+    (
+        "sleep",
+        "Adults need seven to nine hours of rest each night. Screens before bedtime delay melatonin and make it harder to doze off.",
+        "tips for insomnia",
+        "melatonin",
+    ),
+    (
+        "coffee",
+        "Espresso is brewed by forcing hot water through finely ground beans at high pressure, producing a thick crema on top.",
+        "making a strong caffeinated drink",
+        "crema",
+    ),
+    (
+        "football",
+        "The striker scored twice in the second half and the goalkeeper saved a penalty, so the club won the league match.",
+        "soccer game result",
+        "goalkeeper",
+    ),
+    (
+        "python",
+        "Install the package with pip inside a virtual environment, then import the module and call its functions from your script.",
+        "setting up a programming library",
+        "virtual",
+    ),
+    (
+        "rain",
+        "Heavy showers and thunderstorms are forecast for the weekend, with strong winds along the coast and flooding in low valleys.",
+        "bad weather predicted soon",
+        "thunderstorms",
+    ),
+    (
+        "piano",
+        "Practise scales slowly with both hands, keeping the wrists relaxed, before playing the sonata at full tempo on the keyboard.",
+        "learning a musical instrument",
+        "sonata",
+    ),
+    (
+        "flight",
+        "Passengers must board the aircraft thirty minutes before departure; the airline allows one carry-on bag in the overhead bin.",
+        "airport travel rules",
+        "carry",
+    ),
+    (
+        "doctor",
+        "The physician listened to the patient's lungs, prescribed antibiotics for the infection and advised a week of bed rest.",
+        "medical visit for an illness",
+        "antibiotics",
+    ),
+    (
+        "money",
+        "Put a fixed share of each salary into a savings account and invest the rest in low-cost index funds for retirement.",
+        "personal finance advice",
+        "retirement",
+    ),
+    (
+        "wedding",
+        "The bride and groom exchanged rings under an arch of flowers, then guests danced at the reception until midnight.",
+        "marriage ceremony celebration",
+        "bride",
+    ),
+    (
+        "moon",
+        "Astronauts landed on the lunar surface in 1969, collected rocks and planted a flag before returning to Earth.",
+        "space mission history",
+        "astronauts",
+    ),
+    (
+        "school",
+        "Pupils sit their final examinations in June; teachers mark the papers and publish grades before the summer holidays.",
+        "students taking tests",
+        "examinations",
+    ),
+    (
+        "fire",
+        "If smoke fills the room, crawl low beneath it, feel doors for heat before opening them and call the emergency number.",
+        "what to do in a blaze",
+        "smoke",
+    ),
+    (
+        "dog",
+        "Walk the puppy twice daily, reward it with treats when it obeys, and keep its leash short near busy roads.",
+        "training a young canine",
+        "leash",
+    ),
+    (
+        "election",
+        "Voters queued at polling stations to cast ballots; the candidate with the most votes became mayor after the count.",
+        "choosing a politician democratically",
+        "ballots",
+    ),
+    (
+        "ocean",
+        "Coral reefs shelter thousands of fish species, but warming seas bleach the corals and threaten the whole ecosystem.",
+        "marine life under threat",
+        "coral",
+    ),
+    (
+        "hiking",
+        "Carry enough water, wear sturdy boots and tell someone your route before climbing the mountain trail alone.",
+        "safety on a walk in the hills",
+        "boots",
+    ),
+    (
+        "painting",
+        "The artist mixed oil pigments on a palette and applied thick strokes to the canvas to capture the sunset.",
+        "creating a picture with colours",
+        "canvas",
+    ),
+    (
+        "recycling",
+        "Rinse glass jars and plastic bottles before placing them in the blue bin; collection happens every second Tuesday.",
+        "sorting household waste",
+        "jars",
+    ),
+]
+# Off-subject documents that share words with the paraphrase queries: a keyword ranking finds them.
+DISTRACTORS: list[tuple[str, str]] = [
+    ("candles", "Homemade candles: how do I make them? Melt beeswax, add a cotton wick and pour it into jars."),
+    ("fees", "Club fees are due when the season starts; members who pay late lose their seat."),
+    ("petshop", "The pet shop sells cages, bowls and cleaning sprays; cats and rabbits are adopted there."),
+    ("seedbank", "A seed bank stores frozen samples of wild plants growing in deserts, not vegetables."),
+    ("schedule", "The bus schedule changes in winter; the night service stops at the depot."),
+    ("drinks", "Making a fruit punch for a party: mix juices, drop in ice and serve the drink cold."),
+    ("gameshow", "The game show result surprised viewers: a retired nurse won the car."),
+    ("library", "The public library lends books, films and a few musical scores to members."),
+    ("travel", "Travel insurance covers lost luggage and cancelled trips, with rules that differ by country."),
+    ("finance", "Corporate finance teams forecast cash flow and advise the board on mergers."),
+    ("celebration", "The town held a celebration for its 500th anniversary with a parade and fireworks."),
+    ("history", "The museum's history wing shows tools, coins and maps from the Roman era."),
+    ("tests", "Blood tests measure sugar and cholesterol; students of medicine learn to read them."),
+    ("walk", "A walk in the park after lunch helps digestion, say the hospital's dieticians."),
+    ("colours", "Traffic lights use three colours, and the sequence differs in some countries."),
+    ("waste", "Factories must report the chemical waste they produce each year to the regulator."),
+]
+_STOP = frozenset("the and for with that this from what when your into have does about".split())
+
+
+def code(i: int) -> str:
+    """The reference code of document ``i``: letters and digits alike in form, unknown to any model."""
+    return f"QX{(i * 7919) % 9000 + 1000}"
+
+
+def document(i: int) -> str:
+    return f"{SET[i][1]} Reference {code(i)}."
+
+
+def words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in _STOP}
+
+
+def check() -> None:
+    """Raise if a paraphrase shares a word (four letters or more) with its document, or a keyword is absent."""
+    for name, text, paraphrase, keyword in SET:
+        shared = words(text) & words(paraphrase)
+        if shared:
+            raise SystemExit(f"labelled set: the paraphrase of {name!r} shares {sorted(shared)} with it")
+        if keyword.lower() not in text.lower():
+            raise SystemExit(f"labelled set: the keyword of {name!r} is not in it")

@@ -1,0 +1,65 @@
+"""The embedder seam: plugins that turn text into vectors, so documents are found by meaning.
+
+An embedder maps a list of texts to unit-length vectors of a fixed size: texts that mean the same
+land close together (a dot product near 1), whatever words they use. ``EMBEDDER`` names the one
+the wiki uses (registered via ``register_embedders``, like ``STORAGE`` and ``SEARCH``); with it
+set, attachments' text and pages are cut into passages, embedded off the request path, and
+``search_attachments`` and ``similar_pages`` appear. Changing the embedder re-embeds everything
+(vectors of two models cannot be compared).
+
+Embedding runs on the wiki's own CPU, in a background thread of each worker: an embedder loads
+its model once per process, on first use, and must not fetch anything from the network at run
+time (ship the model in the package).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hostcore.seams.settings import Setting, with_defaults
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(ABC):
+    """Base class of embedders. Registered by ``name`` via ``register_embedders``.
+
+    Must implement :meth:`embed`. ``dimensions`` is the length of every vector, ``relevant`` the
+    similarity from which a text counts as related to a query; the constructor
+    receives the embedder's config (``PLUGIN_CONFIG.<name>`` checked against :attr:`settings`).
+    Load the model lazily (in :meth:`embed`), once per process: the host builds an embedder in
+    every worker and in CLI commands that never embed anything.
+    """
+
+    name: ClassVar[str] = ""
+    dimensions: ClassVar[int] = 0
+    # The cosine similarity below which a text is unrelated to a query, for this model: search
+    # adds a page found by meaning alone only from here up. Models differ (static ones sit near
+    # 0 for unrelated texts, E5 near 0.7); measure on your texts.
+    relevant: ClassVar[float] = 0.0
+    settings: ClassVar[Mapping[str, Setting]] = {}
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} embedder")
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Vectors of passages: an array of shape ``(len(texts), dimensions)``, float32, each row of
+        length 1 (a text with no known word may give a row of zeros)."""
+
+    def embed_query(self, text: str) -> Vectors:
+        """The vector of a search query, shape ``(dimensions,)``. Models trained with a query
+        prefix (E5's ``query:``) override this; by default a query is embedded like a passage."""
+        return self.embed([text])[0]
+
+
+def unit_rows(vectors: npt.NDArray[Any]) -> Vectors:
+    """``vectors`` as float32 with each row scaled to length 1 (rows of zeros stay zero)."""
+    out = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)

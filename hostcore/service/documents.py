@@ -1,0 +1,162 @@
+"""Finding by meaning: passages of attachments by keyword and meaning, pages near a page.
+
+Mixed into :class:`~hostcore.service.wiki.Wiki` when an ``EMBEDDER`` is set; the passage index
+(:mod:`hostcore.indexes.passages`) does the ranking, this layer the access rules: only documents
+in namespaces the caller may read are ranked at all, so nothing else can leak into scores.
+"""
+
+from __future__ import annotations
+
+import re
+
+from typing_extensions import TypedDict
+
+from hostcore.domain.attachments import URL_PREFIX, attachment_url, split_attachment_url
+from hostcore.domain.pages import page_path
+from hostcore.errors import NotFound, Unavailable, ValidationError
+from hostcore.indexes.passages import Near, PassageIndex, excerpt, query_words
+from hostcore.service.attachments import AttachmentsMixin
+from hostcore.service.search import MAX_SEARCH_LIMIT, Fetched, Result, SearchMixin, SearchResult
+
+MAX_PASSAGE_LIMIT = 50
+ATTACHMENT_RESULTS = 5  # attachments that search adds to its ChatGPT-style results
+FETCH_CHARS = 100_000  # of an attachment's text in one fetch
+
+
+def plain_words(query: str) -> bool:
+    """True when ``query`` is words alone: no phrase, prefix, group, tag, OR, AND or NOT."""
+    return not re.search(r'["*()]|tag:', query, re.IGNORECASE) and not any(
+        token in ("OR", "AND", "NOT") or token.startswith("-") for token in query.split()
+    )
+
+
+class PassageHit(TypedDict):
+    slug: str
+    filename: str
+    attachment_url: str
+    offset: int
+    excerpt: str
+    score: float
+
+
+class AttachmentSearch(TypedDict):
+    hits: list[PassageHit]
+    indexed: int
+    pending: int
+
+
+class SimilarPage(TypedDict):
+    slug: str
+    title: str
+    similarity: float
+
+
+class SimilarPages(TypedDict):
+    slug: str
+    pages: list[SimilarPage]
+    pending: int
+
+
+class DocumentsMixin(SearchMixin, AttachmentsMixin):
+    """search_attachments and similar_pages; with them, search's results and fetch take in attachments."""
+
+    def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
+        """Pages whose words match ``query``, as :meth:`SearchMixin.search` finds them. With
+        passages indexed (an ``EMBEDDER``), the first page of ``results`` of a plain query (for
+        ChatGPT-style connectors, which ask in plain language) goes further: when no page holds
+        every word, the pages nearest it in meaning; and the attachments with the best
+        passages, each with its URL path as ``id`` for :meth:`fetch`. ``hits`` keep the
+        full-text contract (every word matches); docs/operators.md says what the bench found."""
+        found = super().search(query, namespace, offset, limit)
+        passages = self.host.passages
+        if passages is None or offset != 0 or not plain_words(query):  # meaning cannot honour operators
+            return found
+        scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
+        passages.kick()
+        if not found["hits"]:
+            found["results"] += [
+                Result(id=n.slug, title=n.title, url=self.page_url(n.slug)) for n in self._pages_by_meaning(passages, query, scope, limit)
+            ]
+        best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
+        urls = list(dict.fromkeys(attachment_url(p.slug, p.filename) for p in best))[:ATTACHMENT_RESULTS]
+        base = self.host.config["PUBLIC_URL"].rstrip("/")
+        found["results"] += [Result(id=url, title=url.rsplit("/", 1)[1], url=base + url) for url in urls]
+        return found
+
+    @staticmethod
+    def _pages_by_meaning(passages: PassageIndex, query: str, scope: frozenset[str] | None, limit: int) -> list[Near]:
+        """Pages whose nearest passage is at least the embedder's ``relevant`` similarity to ``query``, nearest first."""
+        near = passages.nearest(passages.embedder.embed_query(query), kind="page", namespaces=scope, limit=limit)
+        return [n for n in near if n.similarity >= passages.embedder.relevant]
+
+    def fetch(self, id: str) -> Fetched:
+        """A page by its slug, or an attachment's text (at most FETCH_CHARS) by its URL path."""
+        if not id.startswith(URL_PREFIX):
+            return super().fetch(id)
+        owner = split_attachment_url(id)
+        if owner is None:
+            raise NotFound(f"no attachment {id!r}; pass an id from search's results", field="id")
+        slug, filename = owner
+        self._access("read", slug, "id")
+        try:
+            read = self.read_attachment(slug, filename, 0, FETCH_CHARS)
+        except NotFound:
+            raise NotFound(f"no attachment {id!r}; pass an id from search's results", field="id") from None
+        text = read["body"]
+        if read["truncated"]:
+            text += f"\n\n[the text goes on: read_attachment with slug {slug}, filename {filename}, offset {read['next_offset']}]"
+        return {
+            "id": id,
+            "title": filename,
+            "text": text,
+            "url": self.host.config["PUBLIC_URL"].rstrip("/") + id,
+            "metadata": {"slug": slug, "namespace": slug.split("/", 1)[0], "tags": [], "hash": read["hash"]},
+        }
+
+    def _passages(self) -> PassageIndex:
+        if self.host.passages is None:
+            raise Unavailable("document search is not enabled on this wiki (EMBEDDER is empty); use search")
+        return self.host.passages
+
+    def search_attachments(self, query: str, namespace: str | None = None, limit: int = 20) -> AttachmentSearch:
+        """The passages of accessible attachments best matching ``query`` by keyword and meaning."""
+        self.principal.require("read")
+        passages = self._passages()
+        scope = self._scope(query, namespace, limit, MAX_PASSAGE_LIMIT)
+        passages.kick()
+        found = passages.search(query, kind="attachment", namespaces=scope, limit=limit)
+        words = query_words(query)
+        hits: list[PassageHit] = [
+            {
+                "slug": p.slug,
+                "filename": p.filename,
+                "attachment_url": attachment_url(p.slug, p.filename),
+                "offset": p.start,
+                "excerpt": excerpt(p.text, words),
+                "score": round(p.score, 6),
+            }
+            for p in found
+        ]
+        status = passages.status()
+        return {"hits": hits, "indexed": int(status["documents"]), "pending": int(status["pending"])}
+
+    def similar_pages(self, slug: str, limit: int = 10) -> SimilarPages:
+        """The accessible pages whose meaning is nearest ``slug``'s, nearest first."""
+        self._access("read", slug)
+        passages = self._passages()
+        self._load(slug)
+        if not 1 <= limit <= MAX_PASSAGE_LIMIT:
+            raise ValidationError(f"must be between 1 and {MAX_PASSAGE_LIMIT}", field="limit")
+        passages.kick()
+        vector = passages.document_vector(page_path(slug))
+        if vector is None:
+            raise Unavailable(
+                f"page {slug!r} is not indexed yet ({passages.pending()} documents pending); try again in a moment",
+                field="slug",
+            )
+        near = passages.nearest(vector, kind="page", namespaces=self.principal.namespaces, limit=limit, exclude=page_path(slug))
+        return {
+            "slug": slug,
+            "pages": [{"slug": n.slug, "title": n.title, "similarity": round(n.similarity, 4)} for n in near],
+            "pending": passages.pending(),
+        }

@@ -1,0 +1,354 @@
+"""Document search: the embedder seam, the passage index (keyword + vectors, fused), and the tools
+over it (search_attachments, similar_pages, hybrid search of pages, fetch of attachments).
+
+Real git storage, real SQLite, real extraction subprocesses and the real wordllama model (loaded
+once per test process); a small hashing embedder where a test is about the seam, not meaning.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hostcore import Embedder, StartupError, Vectors, create_app, hookimpl, unit_rows
+from hostcore.cli import main
+from hostcore.domain.principal import SYSTEM
+from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
+from hostcore.host.host import Host
+from hostcore.indexes.passages import CHUNK_CHARS, PassageIndex, excerpt, query_words, split_passages
+
+from .conftest import principal
+
+EMBEDDED = {"PLUGINS": ["git", "tokens", "sqlite", "docs", "wordllama"], "STORAGE": "git", "SEARCH": "sqlite",
+            "EMBEDDER": "wordllama"}  # fmt: skip
+KITCHEN = (
+    b"Quarterly revenue grew by four percent, driven by exports.\n\n"
+    b"The kitten chased a mouse around the kitchen until both were worn out.\n\n"
+    b"Invoices must be paid within thirty days of receipt."
+)
+TAX = b"Remember the fiscal deadline for submitting income returns to the revenue service."
+
+
+class HashingEmbedder(Embedder):
+    """Words hashed into 32 buckets: deterministic, no model."""
+
+    name = "hashing"
+    dimensions = 32
+
+    def embed(self, texts: list[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions))
+        for row, text in enumerate(texts):
+            for word in query_words(text):
+                out[row, sum(map(ord, word)) % self.dimensions] += 1
+        return unit_rows(out)
+
+
+class HashingPlugin:
+    __name__ = "hashing_plugin"
+
+    @hookimpl
+    def register_embedders(self, register: Callable[[type], None]) -> None:
+        register(HashingEmbedder)
+
+
+def make_host(instance: Path, **config: object) -> Host:
+    plugins = [HashingPlugin()] if config.get("EMBEDDER") == "hashing" else []
+    return create_app({**EMBEDDED, **config}, instance_path=instance, plugins=plugins).extensions["hostcore"]
+
+
+def upload(wiki, slug: str, filename: str, data: bytes) -> dict:
+    ticket = wiki.upload_attachment(slug, filename)
+    return wiki.complete_upload(ticket["upload_url"].rsplit("/", 1)[1], data)
+
+
+def indexed(host: Host) -> None:
+    assert host.passages is not None
+    host.passages.kick()
+    host.passages.wait()
+
+
+def docs_instance(instance: Path) -> Iterator[Host]:
+    """The embedded default: notes/plan with report.txt, team/tax with memo.txt, a few pages."""
+    host = make_host(instance)
+    admin = host.wiki(SYSTEM)
+    for name in ("notes", "team"):
+        admin.save_namespace(name, title=name.title())
+    admin.save_page("notes/plan", title="Plan", body="Our plan for the garden: tomatoes and beans in raised beds.")
+    admin.save_page("notes/cats", title="Cats", body="Felines sleep most of the day and groom their fur.")
+    admin.save_page("notes/kittens", title="Kittens", body="A young cat naps often and licks its coat clean.")
+    admin.save_page("team/tax", title="Taxes", body="The quarterly filing deadline is in April.")
+    upload(admin, "notes/plan", "report.txt", KITCHEN)
+    upload(admin, "team/tax", "memo.txt", TAX)
+    indexed(host)
+    yield host
+    host.close()
+
+
+@pytest.fixture
+def doc_host(tmp_path: Path) -> Iterator[Host]:
+    """:func:`docs_instance` for a test that changes it."""
+    yield from docs_instance(tmp_path / "instance")
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Host]:
+    """:func:`docs_instance` shared by the tests that only read."""
+    yield from docs_instance(tmp_path_factory.mktemp("docs") / "instance")
+
+
+# --- the seam -----------------------------------------------------------------------------------
+
+
+def test_hook_register_embedders(tmp_path):
+    host = make_host(tmp_path / "a", EMBEDDER="hashing")
+    try:
+        assert host.embedders["hashing"] is HashingEmbedder and host.embedders["wordllama"].dimensions == 256
+        assert host.passages is not None and isinstance(host.passages.embedder, HashingEmbedder)
+        assert {"search_attachments", "similar_pages"} <= set(host.tools)
+    finally:
+        host.close()
+    with pytest.raises(StartupError, match="EMBEDDER: no embedder named 'nope' is loaded"):
+        make_host(tmp_path / "b", EMBEDDER="nope")
+
+    class Twice:
+        __name__ = "twice"
+
+        @hookimpl
+        def register_embedders(self, register):
+            register(HashingEmbedder)
+
+    with pytest.raises(StartupError, match="two plugins register an embedder named 'hashing'"):
+        create_app({**EMBEDDED, "EMBEDDER": "hashing"}, instance_path=tmp_path / "c", plugins=[HashingPlugin(), Twice()])
+
+    class NotAnEmbedder:
+        __name__ = "wrong"
+
+        @hookimpl
+        def register_embedders(self, register):
+            register(dict)
+
+    with pytest.raises(StartupError, match="register_embedders: .* must be a subclass of Embedder with a name"):
+        create_app(EMBEDDED, instance_path=tmp_path / "d", plugins=[NotAnEmbedder()])
+
+
+def test_without_an_embedder_the_tools_are_not_listed(tmp_path):
+    host = make_host(tmp_path / "instance", EMBEDDER="")
+    try:
+        assert host.passages is None
+        assert "search_attachments" not in host.tools and "similar_pages" not in host.tools
+        with pytest.raises(Unavailable, match="EMBEDDER is empty"):
+            host.wiki(SYSTEM).search_attachments("x")
+    finally:
+        host.close()
+
+
+def test_wordllama_embeds_offline_from_its_wheel():
+    from hostcore_wordllama import WordLlamaEmbedder
+
+    vectors = WordLlamaEmbedder().embed(["a feline rested on a rug", "a cat sat on the mat", "tax filing deadline"])
+    assert vectors.shape == (3, 256) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+# --- passages, excerpts -------------------------------------------------------------------------
+
+
+def test_passages_keep_their_offsets_and_size():
+    text = "".join(f"Paragraph {i}. " + "word " * (30 + i * 7) + "\n\n" for i in range(20))
+    pieces = split_passages(text)
+    assert len(pieces) > 3
+    for start, piece in pieces:
+        assert len(piece) <= CHUNK_CHARS and text[start:].startswith(piece)
+    assert " ".join(p for _, p in pieces).split() == text.split()
+
+
+def test_excerpts_are_escaped_with_marks_around_the_words():
+    text = "Before <script>alert(1)</script> the Invoice & receipt, then more invoices."
+    assert excerpt(text, query_words("the invoice")) == (
+        "Before &lt;script&gt;alert(1)&lt;/script&gt; the <mark>Invoice</mark> &amp; receipt, then more invoices."
+    )
+    long = "filler " * 200 + "needle here " + "filler " * 200
+    cut = excerpt(long, ["needle"])
+    assert cut.startswith("…") and cut.endswith("…") and "<mark>needle</mark>" in cut and len(cut) < 400
+
+
+# --- search_attachments -------------------------------------------------------------------------
+
+
+def test_finds_a_passage_by_an_exact_word_and_by_a_paraphrase(docs):
+    reader = docs.wiki(principal("read"))
+    hit = reader.search_attachments("invoices")["hits"][0]
+    assert (hit["slug"], hit["filename"]) == ("notes/plan", "report.txt")
+    assert "<mark>Invoices</mark>" in hit["excerpt"]
+    window = reader.read_attachment("notes/plan", "report.txt", offset=hit["offset"], limit=200)
+    assert "Invoices must be paid" in window["body"]
+    found = reader.search_attachments("small cat hunting a rodent")  # no word in common with the passage
+    assert found["hits"][0]["filename"] == "report.txt" and "kitten" in found["hits"][0]["excerpt"]
+    assert found["indexed"] == 6 and found["pending"] == 0
+    taxes = reader.search_attachments("when must taxes be filed")
+    assert taxes["hits"][0]["filename"] == "memo.txt"
+
+
+def test_only_namespaces_the_caller_may_read(docs):
+    team = docs.wiki(principal("read", namespaces=["team"]))
+    assert {h["slug"] for h in team.search_attachments("kitten mouse kitchen")["hits"]} <= {"team/tax"}
+    assert [h["slug"] for h in docs.wiki(principal("read")).search_attachments("fiscal", namespace="team")["hits"]] == ["team/tax"]
+    with pytest.raises(Forbidden):
+        team.search_attachments("kitten", namespace="notes")
+    with pytest.raises(ValidationError, match="empty"):
+        team.search_attachments("   ")
+
+
+def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path):
+    host = make_host(tmp_path / "instance", EMBEDDER="")  # no background thread: the test takes the steps
+    index = PassageIndex(host, tmp_path / "instance" / "passages.sqlite", HashingEmbedder())
+    try:
+        index.prepare(start=False)
+        admin = host.wiki(SYSTEM)
+        admin.save_namespace("notes", title="Notes")
+        for i in range(7):
+            admin.save_page(f"notes/p{i}", body=f"page number {i}")
+        status = index.status()
+        assert status["pending"] == 7 and status["documents"] == 0
+        assert index.step(limit=3) == 4
+        assert index.step(limit=3) == 1
+        assert index.status()["pending"] == 1
+        assert index.step(limit=3) == 0 and index.status()["pending"] == 0
+        admin.delete_page("notes/p0")
+        assert index.status()["pending"] == 1
+        index.step()
+        assert index.status() == {"embedder": "hashing", "documents": 6, "passages": 6, "pending": 0}
+    finally:
+        index.close()
+        host.close()
+
+
+def test_moves_deletes_and_restores_follow_storage(doc_host):
+    admin = doc_host.wiki(SYSTEM)
+    plan = admin.read_page("notes/plan")
+    admin.move_page("notes/plan", "team/plan", plan["hash"])
+    indexed(doc_host)
+    hit = doc_host.wiki(principal("read")).search_attachments("invoices")["hits"][0]
+    assert hit["slug"] == "team/plan" and hit["attachment_url"] == "/_/files/team/plan/report.txt"
+    admin.delete_page("team/plan")
+    indexed(doc_host)
+    assert all(h["filename"] != "report.txt" for h in admin.search_attachments("invoices")["hits"])
+    admin.restore_page("team/plan")
+    indexed(doc_host)
+    assert admin.search_attachments("invoices")["hits"][0]["slug"] == "team/plan"
+
+
+# --- derived state --------------------------------------------------------------------------------
+
+
+def test_a_deleted_or_damaged_index_refills_from_storage(tmp_path):
+    instance = tmp_path / "instance"
+    host = make_host(instance, EMBEDDER="hashing")
+    admin = host.wiki(SYSTEM)
+    admin.save_namespace("notes", title="Notes")
+    admin.save_page("notes/plan", body="x")
+    upload(admin, "notes/plan", "report.txt", KITCHEN)
+    indexed(host)
+    host.close()
+    path = instance / "passages.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    host = make_host(instance, EMBEDDER="hashing")
+    try:
+        indexed(host)
+        assert host.passages.status()["documents"] == 2
+        assert admin.search_attachments  # the same tool on the refilled file
+        assert host.wiki(SYSTEM).search_attachments("invoices")["hits"][0]["filename"] == "report.txt"
+    finally:
+        host.close()
+    path.write_bytes(b"this is not a database" * 100)
+    host = make_host(instance, EMBEDDER="hashing")
+    try:
+        indexed(host)
+        assert host.wiki(SYSTEM).search_attachments("invoices")["hits"][0]["filename"] == "report.txt"
+    finally:
+        host.close()
+    assert len(list(instance.glob("passages.sqlite.damaged-*"))) == 1
+
+
+def test_changing_the_embedder_embeds_everything_again(tmp_path):
+    instance = tmp_path / "instance"
+    host = make_host(instance, EMBEDDER="hashing")
+    host.wiki(SYSTEM).save_namespace("notes", title="Notes")
+    host.wiki(SYSTEM).save_page("notes/cats", body="Felines sleep most of the day.")
+    indexed(host)
+    host.close()
+    host = make_host(instance)
+    try:
+        indexed(host)
+        db = sqlite3.connect(instance / "passages.sqlite")
+        assert db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone() == ("wordllama/256",)
+        assert {len(v) for (v,) in db.execute("SELECT vector FROM chunks")} == {256 * 4}
+        db.close()
+    finally:
+        host.close()
+
+
+def test_health_status_and_reindex_show_and_rebuild_it(doc_host):
+    assert doc_host.wiki(SYSTEM).health()["passages"] == {"embedder": "wordllama", "documents": 6, "passages": 6, "pending": 0}
+    assert "passages" not in doc_host.wiki(principal("read", namespaces=["team"])).health()
+    instance = doc_host.instance_path
+    doc_host.close()
+    (instance / "hostcore.toml").write_text(
+        'PLUGINS = ["git", "tokens", "sqlite", "docs", "wordllama"]\nSTORAGE = "git"\nSEARCH = "sqlite"\nEMBEDDER = "wordllama"\n'
+    )
+    runner = CliRunner()
+    result = runner.invoke(main, ["status", "--instance", str(instance)])
+    assert result.exit_code == 0, result.output
+    assert "passages: embedder wordllama, 6 documents indexed (6 passages), 0 pending" in result.output
+    (instance / "passages.sqlite").write_bytes(b"garbage" * 1000)
+    result = runner.invoke(main, ["reindex", "--instance", str(instance)])
+    assert result.exit_code == 0, result.output
+    assert "embedding passages" in result.stderr and "embedded the passages of 6 pages and attachments" in result.stdout
+    result = runner.invoke(main, ["status", "--instance", str(instance)])
+    assert "6 documents indexed (6 passages), 0 pending" in result.output
+
+
+# --- pages by meaning -----------------------------------------------------------------------------
+
+
+def test_similar_pages_are_the_nearest_in_meaning(docs):
+    reader = docs.wiki(principal("read"))
+    near = reader.similar_pages("notes/cats", limit=3)
+    assert near["pages"][0]["slug"] == "notes/kittens" and "notes/cats" not in [p["slug"] for p in near["pages"]]
+    team = docs.wiki(principal("read", namespaces=["notes"]))
+    assert all(p["slug"].startswith("notes/") for p in team.similar_pages("notes/cats")["pages"])
+    with pytest.raises(NotFound):
+        reader.similar_pages("notes/nothing")
+    with pytest.raises(Forbidden):
+        docs.wiki(principal("read", namespaces=["team"])).similar_pages("notes/cats")
+
+
+def test_search_hits_match_every_word_and_results_add_pages_by_meaning(docs):
+    reader = docs.wiki(principal("read"))
+    assert [h["slug"] for h in reader.search("beans")["hits"]] == ["notes/plan"]
+    found = reader.search("resting feline grooming")  # no page holds all three words
+    assert found["hits"] == [] and found["results"][0]["id"] in ("notes/cats", "notes/kittens")
+    assert reader.search("beans NOT tomatoes")["results"] == []  # operators: words only, meaning cannot honour them
+    team = docs.wiki(principal("read", namespaces=["team"]))
+    assert {r["id"] for r in team.search("resting feline grooming")["results"]} <= {"team/tax", "/_/files/team/tax/memo.txt"}
+    assert reader.search("resting feline grooming", offset=1)["results"] == []  # only the first page adds to results
+
+
+def test_chatgpt_search_and_fetch_reach_attachments(docs):
+    reader = docs.wiki(principal("read"))
+    results = reader.search("invoices")["results"]
+    assert "/_/files/notes/plan/report.txt" in [r["id"] for r in results]
+    fetched = reader.fetch("/_/files/notes/plan/report.txt")
+    assert fetched["text"] == KITCHEN.decode() and fetched["metadata"]["slug"] == "notes/plan"
+    assert fetched["url"].endswith("/_/files/notes/plan/report.txt")
+    with pytest.raises(Forbidden):
+        docs.wiki(principal("read", namespaces=["team"])).fetch("/_/files/notes/plan/report.txt")
+    with pytest.raises(NotFound, match="no attachment"):
+        reader.fetch("/_/files/notes/plan/missing.txt")
