@@ -25,7 +25,6 @@ from markupsafe import escape
 
 from hostcore.domain.principal import Principal, Unauthorized
 from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited
-from hostcore.mcp.transport import host_of, origin_allowed
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -40,6 +39,14 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+
+
+def host_of() -> Host:
+    # imported here: `import hostcore` (which every plugin and the extraction subprocess does)
+    # must not load the MCP SDK, 0.5 s of imports
+    from hostcore.mcp.transport import host_of as current_host
+
+    return current_host()
 
 
 def secret_key(host: Host) -> str:
@@ -147,6 +154,8 @@ def check_csrf(host: Host | None = None) -> None:
     says where it comes from, an allowed Origin."""
     host = host or host_of()
     origin = request.headers.get("Origin")
+    from hostcore.mcp.transport import origin_allowed
+
     if origin and origin != "null" and not origin_allowed(host, origin):
         raise Forbidden(f"a form posted from {origin!r} is refused; post it from this site", field="Origin")
     sent = request.form.get("csrf_token", "")
