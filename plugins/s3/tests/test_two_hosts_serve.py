@@ -130,6 +130,7 @@ def two_hosts(s3_server: S3Server, tmp_path: Path):
             "HOSTCORE_STORAGE": "s3",
             "HOSTCORE_SEARCH": "sqlite",
             "HOSTCORE_PLUGINS": json.dumps(["s3", "tokens", "sqlite"]),
+            "HOSTCORE_EMBEDDER": "",  # this test is about storage and search across hosts, not document search
             "HOSTCORE_REDIS_URL": redis.url,
             "HOSTCORE_PUBLIC_URL": "http://wiki.test",
             "HOSTCORE_RATE_LIMITS": json.dumps({"requests": "100000/minute", "writes": "100000/minute"}),
