@@ -59,6 +59,13 @@ class CliContext:
             self._host = build_host(self.instance)
         return self._host
 
+    def close(self) -> None:
+        """Close the host if a command built one: its background threads (passage indexing,
+        catch-up) stop before the interpreter does, so none is cut off mid-call at exit."""
+        if self._host is not None:
+            host, self._host = self._host, None
+            host.close()
+
 
 def _instance_from_args(args: list[str]) -> str | None:
     for i, arg in enumerate(args):
@@ -134,7 +141,7 @@ class HostcoreGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """hostcore: a wiki that people and AI assistants share."""
-    ctx.ensure_object(CliContext)
+    ctx.call_on_close(ctx.ensure_object(CliContext).close)
 
 
 @main.command()
