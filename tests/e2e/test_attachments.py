@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from hostcore import testing
+from hostcore.testing.documents import pdf_document
 
 from .conftest import E2E_ENV, RunningServer, cli, create_token, mcp_session, ok, tool_error
 
@@ -219,17 +220,6 @@ async def test_workers_keep_serving_while_a_hostile_extraction_is_stopped(files_
     assert get_file(srv, "read", result["attachment_url"]).content == b"\x00" + command
 
 
-def pdf_bytes(pages: list[str]) -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=11)
-    for text in pages:
-        pdf.add_page()
-        pdf.multi_cell(0, 6, text)
-    return bytes(pdf.output())
-
-
 def docx_bytes(paragraphs: list[str]) -> bytes:
     import docx
 
@@ -271,7 +261,7 @@ async def searched(srv: RunningServer, token: str, query: str) -> dict[str, Any]
 async def test_documents_are_read_in_windows_and_found_by_word_and_by_meaning(docs_server):
     srv = docs_server
     page = ok(await call(srv, "write", "save_page", {"slug": "notes/sources", "body": "# Sources\n\nLINKS\n"}))
-    pdf = await upload(srv, "notes/sources", "paper.pdf", pdf_bytes(PDF_PAGES))
+    pdf = await upload(srv, "notes/sources", "paper.pdf", pdf_document(PDF_PAGES))
     doc = await upload(srv, "notes/sources", "letter.docx", docx_bytes(DOCX_PARAGRAPHS))
     sheet = await upload(srv, "notes/sources", "counts.xlsx", xlsx_bytes(XLSX_ROWS))
     assert [f["text_status"] for f in (pdf, doc, sheet)] == ["extracted"] * 3, (pdf, doc, sheet)

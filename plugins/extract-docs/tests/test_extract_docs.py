@@ -14,25 +14,16 @@ import docx
 import hostcore_extract_docs
 import openpyxl
 import pytest
-from fpdf import FPDF
 from hostcore_extract_docs import EXTRACTORS, DocxExtractor, HtmlExtractor, PdfExtractor, XlsxExtractor
 from pypdf import PdfReader, PdfWriter
 
 from hostcore import ExtractionFailed, create_app
 from hostcore.testing import plugin_manager
+from hostcore.testing.documents import pdf_document
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-
-
-def fpdf_document(pages: list[str]) -> bytes:
-    pdf = FPDF()
-    pdf.set_font("Helvetica", size=11)
-    for text in pages:
-        pdf.add_page()
-        pdf.multi_cell(0, 6, text)
-    return bytes(pdf.output())
 
 
 def raw_pdf(objects: list[bytes], trailer: bytes = b"") -> bytes:
@@ -107,21 +98,21 @@ def test_create_app_loads_the_extractors_named_in_plugins(tmp_path: Path) -> Non
 
 
 def test_pdf_text_page_by_page() -> None:
-    data = fpdf_document(["First page: the quick brown fox.", "Second page: a café by the sea.", "Third page."])
+    data = pdf_document(["First page: the quick brown fox.", "Second page: a café by the sea.", "Third page."])
     assert extract_pdf(data) == "First page: the quick brown fox.\n\nSecond page: a café by the sea.\n\nThird page."
 
 
 def test_pdf_with_empty_pages_keeps_only_text() -> None:
-    assert extract_pdf(fpdf_document(["", "Only this.", ""])) == "Only this."
+    assert extract_pdf(pdf_document(["", "Only this.", ""])) == "Only this."
 
 
 def test_pdf_needing_a_password_is_refused() -> None:
     with pytest.raises(ExtractionFailed, match="the PDF is encrypted: it needs a password"):
-        extract_pdf(encrypted(fpdf_document(["Secret plans."]), user_password="open-sesame"))
+        extract_pdf(encrypted(pdf_document(["Secret plans."]), user_password="open-sesame"))
 
 
 def test_pdf_protecting_only_its_permissions_is_read() -> None:
-    assert extract_pdf(encrypted(fpdf_document(["Printable, not editable."]), user_password="")) == "Printable, not editable."
+    assert extract_pdf(encrypted(pdf_document(["Printable, not editable."]), user_password="")) == "Printable, not editable."
 
 
 def test_pdf_encrypted_for_a_certificate_is_refused() -> None:
@@ -137,7 +128,7 @@ def test_pdf_encrypted_for_a_certificate_is_refused() -> None:
 
 @pytest.mark.parametrize("keep", [0.5, 0.9])
 def test_truncated_pdf_is_damaged(keep: float) -> None:
-    data = fpdf_document(["Some text that will be cut off."] * 3)
+    data = pdf_document(["Some text that will be cut off."] * 3)
     with pytest.raises(ExtractionFailed, match=r"^the PDF is damaged: "):
         extract_pdf(data[: int(len(data) * keep)])
 
@@ -178,7 +169,7 @@ def test_pdf_text_over_the_character_limit_fails() -> None:
         max_chars = 100
 
     with pytest.raises(ExtractionFailed, match="more than 100 characters of text"):
-        Small().extract(fpdf_document(["forty characters of text on each page.."] * 4), PDF)
+        Small().extract(pdf_document(["forty characters of text on each page.."] * 4), PDF)
 
 
 # HTML
