@@ -29,7 +29,6 @@ class NamespaceConverter(BaseConverter):
 
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/_/web/static")
-RENDERED = render.RenderCache()
 MERMAID_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -93,7 +92,11 @@ def existing_for(reader: Principal) -> Any:
 
 
 def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
-    return RENDERED.render(body, slug, digest, existing_for(reader))
+    state = host().state
+    cache = state.get("web.render") or state.setdefault(
+        "web.render", render.RenderCache(store=render.BlockStore(host().instance_path / "web-blocks.sqlite"))
+    )
+    return cache.render(body, slug, digest, existing_for(reader))
 
 
 def html_response(html: str, mermaid: bool, status: int = 200) -> Response:
