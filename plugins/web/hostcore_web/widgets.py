@@ -27,7 +27,9 @@ _DATE = re.compile(r"(\d{4})-(\d{2})-\d{2}")
 
 
 PAGES_SHOWN = 500
-"""Pages the pages widget lists; the rest are a link away (``/_/pages/<namespace>``), so a big namespace's index stays small."""
+"""Pages a page of ``/_/pages/<namespace>`` (every page of a namespace, in ``tree`` order) lists."""
+INDEX_PAGES_SHOWN = 200
+"""Pages the index's pages widget lists; the rest are a link away (``/_/pages/<namespace>``), so a big namespace's index stays small."""
 
 
 @dataclass
@@ -85,7 +87,7 @@ def build(host: Any, reader: Principal, namespace: str, settings: dict[str, Any]
     for name in names:
         widget = Widget(name, WIDGET_TITLES[name])
         if name == "pages":
-            widget.data = entries_of(ordered(facts, settings.get("tree") or [], namespace)[:PAGES_SHOWN])
+            widget.data = entries_of(ordered(facts, settings.get("tree") or [], namespace)[:INDEX_PAGES_SHOWN])
             widget.more = {"total": len(facts)}
         elif name == "namespaces":
             widget.data = wiki.list_namespaces()["namespaces"]

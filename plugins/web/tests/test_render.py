@@ -99,6 +99,7 @@ def test_a_restarted_app_renders_nothing_it_rendered_before(app, host, admin, ca
     admin.save_page("notes/big", body=big(), title="Big")
     html = carol.get("/notes/big").text
     assert host.state["web.render"].blocks_rendered > 240
+    assert list((host.instance_path / "web-templates").iterdir())  # compiled templates, for the next worker
     people = [p for p in host.pm.get_plugins() if type(p).__name__ == "People"]
     restarted = create_app(CONFIG, instance_path=host.instance_path, plugins=people)  # a new worker's app
     try:
