@@ -39,7 +39,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import connect, recover_sqlite, wiki_links
+from hostcore import connect, damaged, recover_sqlite, wiki_links
 
 log = logging.getLogger("hostcore.web")
 
@@ -262,12 +262,11 @@ class BlockStore:
         self._ready = False
         self._warned = False
         self._added = 0
+        self._opened: tuple[int, int] | None = None
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        if not self._ready:
-            recover_sqlite(self.path, "rendered blocks")
-        db, _opened = connect(self.path, timeout=5, isolation_level=None)
+        db, self._opened = connect(self.path, timeout=0.2, isolation_level=None)  # busy: skipped, not waited for
         with closing(db):
             if not self._ready:
                 db.execute("PRAGMA journal_mode=WAL")
@@ -278,7 +277,10 @@ class BlockStore:
             yield db
 
     def _failed(self, exc: Exception) -> None:
-        if not self._warned:
+        if damaged(exc):  # set aside (never checked at start-up: the file changes all the time), made anew at next use
+            recover_sqlite(self.path, "rendered blocks", error=exc, opened=self._opened)
+            self._ready = False
+        elif not self._warned:
             self._warned = True
             log.warning("rendered blocks in %s: %s (pages are rendered again meanwhile)", self.path, exc)
 
@@ -299,7 +301,10 @@ class BlockStore:
                 now = time.time()
                 with db:  # one transaction
                     db.execute("BEGIN")
-                    db.executemany("INSERT OR IGNORE INTO blocks (key, html, made) VALUES (?, ?, ?)", [(k, h, now) for k, h in blocks.items()])
+                    db.executemany(
+                        "INSERT OR IGNORE INTO blocks (key, html, made) VALUES (?, ?, ?)",
+                        [(k, h, now) for k, h in blocks.items()],
+                    )
                 self._added += sum(len(h) for h in blocks.values())
                 if self._added > self.limit // 16:  # now and then: past the limit, the oldest quarter goes
                     self._added = 0
@@ -359,7 +364,9 @@ class RenderCache:
         normalize(state)
         block(state)
         _heading_ids(state)
-        context = _FINGERPRINT + slug.split("/", 1)[0].encode() + b"\x00" + repr(sorted(env.get("references", {}).items())).encode()
+        context = (
+            _FINGERPRINT + slug.split("/", 1)[0].encode() + b"\x00" + repr(sorted(env.get("references", {}).items())).encode()
+        )
         blocks = _blocks(state.tokens)
         keys = [_key(b, context) for b in blocks]
         with self._lock:
