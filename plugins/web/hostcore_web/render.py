@@ -29,7 +29,6 @@ import markdown_it
 import nh3
 import pygments
 from markdown_it import MarkdownIt
-from markdown_it.rules_core import block, inline, normalize, text_join
 from markdown_it.rules_core.state_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
@@ -225,6 +224,19 @@ def _missing_tag(href: str, target: str) -> str:
     return sanitise(tag + "x</a>").rsplit("x</a>", 1)[0].removesuffix(f' rel="{_REL}">')
 
 
+_WHOLE_PAGE_RULES = {"heading_ids"}  # core rules after "block" that need every block (anchors are numbered across the page)
+
+
+def _phases() -> tuple[list[Callable[[StateCore], None]], list[Callable[[StateCore], None]]]:
+    """The parser's core rules, as :func:`render` runs them, split: those run on the whole page
+    (up to the block parse, and those of ``_WHOLE_PAGE_RULES``), and those run on each block."""
+    ruler = _MD.core.ruler
+    rules = list(zip(ruler.get_active_rules(), ruler.getRules(""), strict=True))
+    cut = [name for name, _fn in rules].index("block") + 1
+    whole = [fn for _name, fn in rules[:cut]] + [fn for name, fn in rules[cut:] if name in _WHOLE_PAGE_RULES]
+    return whole, [fn for name, fn in rules[cut:] if name not in _WHOLE_PAGE_RULES]
+
+
 def _blocks(tokens: list[Token]) -> list[list[Token]]:
     """Block tokens cut into top-level blocks (a paragraph, a list, a fence ...), each rendered on its own."""
     out: list[list[Token]] = []
@@ -361,9 +373,9 @@ class RenderCache:
     def _by_blocks(self, body: str, slug: str) -> tuple[str, list[tuple[int, str, str]]]:
         env: dict[str, Any] = {"slug": slug, "existing": _Everything(), "href": page_href}
         state = StateCore(body, _MD, env)
-        normalize(state)
-        block(state)
-        _heading_ids(state)
+        whole, per_block = _phases()
+        for rule in whole:
+            rule(state)
         context = (
             _FINGERPRINT + slug.split("/", 1)[0].encode() + b"\x00" + repr(sorted(env.get("references", {}).items())).encode()
         )
@@ -377,8 +389,8 @@ class RenderCache:
         for k, tokens in zip(keys, blocks, strict=True):
             if k not in html and k not in made:
                 part = StateCore("", _MD, env, tokens)
-                inline(part)
-                text_join(part)
+                for rule in per_block:
+                    rule(part)
                 made[k] = sanitise(_MD.renderer.render(tokens, _MD.options, env))
         self.blocks_rendered += len(made)
         if made and self.store is not None:
