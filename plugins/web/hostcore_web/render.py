@@ -333,9 +333,10 @@ class RenderCache:
     - whole pages by (slug, hash, wiki-link targets that exist): the output depends on nothing else,
       so an entry never goes stale; least recently used entries go past ``limit`` bytes;
     - each top-level block (paragraph, list, fence ...) by its tokens, the page's link reference
-      definitions and namespace, in memory and in ``store`` (shared by workers, kept across
-      restarts): the first read after an edit parses the page's blocks (cheap) and renders only the
-      blocks that changed; wiki-links are rendered as existing and those missing marked afterwards.
+      definitions and namespace, in memory (up to a quarter of ``limit``) and in ``store`` (shared
+      by workers, kept across restarts): the first read after an edit parses the page's blocks
+      (cheap) and renders only the blocks that changed; wiki-links are rendered as existing and
+      those missing marked afterwards.
 
     The HTML is the same as :func:`render`'s.
     """
@@ -403,7 +404,7 @@ class RenderCache:
                 else:
                     self._blocks[k] = html[k]
                     self._blocks_size += len(html[k])
-            while self._blocks_size > self.limit and self._blocks:
+            while self._blocks_size > self.limit // 4 and self._blocks:  # the rest is a read away in the store
                 _k, old = self._blocks.popitem(last=False)
                 self._blocks_size -= len(old)
         return "".join(html[k] for k in keys), env.get("headings", [])
