@@ -8,6 +8,7 @@ from hostcore import Change, Put, TooLarge, Unavailable, ValidationError
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import image_path
 from hostcore.domain.pages import namespace_path
+
 from .conftest import principal
 
 

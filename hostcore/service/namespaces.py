@@ -115,7 +115,8 @@ class NamespacesMixin(WikiBase):
             settings = ns_settings.parse(self.storage.read(namespace_path(namespace)), namespace)
         except NotFound:
             raise NotFound(f"no namespace {namespace!r}; list_namespaces shows those that exist", field="namespace") from None
-        new = settings.get("new") if isinstance(settings.get("new"), dict) else {}
+        new = settings.get("new")
+        new = new if isinstance(new, dict) else {}
         pattern, template = str(new.get("slug") or ""), str(new.get("template") or "")
         if pattern:
             rel = ns_settings.fill_new_slug(pattern, when or datetime.now().astimezone(), title)
