@@ -34,9 +34,15 @@ class Month:
     label: str  # "November 2026"
     weeks: list[list[Day | None]]
     entries: list[tuple[str, Any]]  # (YYYY-MM-DD, entry) of this month, newest first
-    earlier: str | None  # the nearest earlier month with dated pages
+    earlier: str | None  # the nearest earlier month with dated pages (YYYY-MM)
     later: str | None
     dated: int  # dated pages in the namespace
+
+    @staticmethod
+    def name(month: str) -> str:
+        """``2026-11`` -> ``November 2026``."""
+        year, number = month.split("-")
+        return f"{calendar.month_name[int(number)]} {year}"
 
 
 def page_date(slug: str) -> date | None:
@@ -56,6 +62,15 @@ def _asked(month: str | None) -> tuple[int, int] | None:
     if m is None or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1:
         return None
     return int(m.group(1)), int(m.group(2))
+
+
+def newest_entries(entries: Sequence[Any], limit: int = 10) -> list[Any]:
+    """The prev-entries widget: the dated pages, latest date first (a journal's previous entries);
+    in a namespace without dated pages, the pages changed last."""
+    dated = [(when, e) for e in entries if (when := page_date(e.slug)) is not None]
+    if not dated:
+        return sorted(entries, key=lambda e: e.changed, reverse=True)[:limit]
+    return [e for _when, e in sorted(dated, key=lambda pair: (pair[0], pair[1].slug), reverse=True)[:limit]]
 
 
 def month_view(entries: Sequence[Any], month: str | None, today: date) -> Month:
@@ -82,7 +97,7 @@ def month_view(entries: Sequence[Any], month: str | None, today: date) -> Month:
     later = [m for m in months if m > (year, number)]
     return Month(
         month=f"{year:04d}-{number:02d}",
-        label=f"{calendar.month_name[number]} {year}",
+        label=Month.name(f"{year}-{number}"),
         weeks=weeks,
         entries=shown,
         earlier=f"{earlier[-1][0]:04d}-{earlier[-1][1]:02d}" if earlier else None,

@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 from hostcore import NotFound, Principal
 
-from .dates import month_view
+from .dates import month_view, newest_entries
 
 DEFAULT_WIDGETS = ["pages", "pinned", "tags", "log"]
 WIDGET_TITLES = {
     "pages": "Pages", "namespaces": "Namespaces", "pinned": "Pinned", "tags": "Tags", "log": "Recent changes",
     "health": "Health", "calendar": "Calendar", "writing-stats": "Writing", "page-meta": "About this page",
-    "backlinks": "Links here", "prev-entries": "Latest entries",
+    "backlinks": "Links here", "prev-entries": "Previous entries",
 }  # fmt: skip
 _META_LIMIT = 200_000
 
@@ -138,6 +138,6 @@ def build(
         elif name == "backlinks":
             widget.data = wiki.backlinks(index_slug)["backlinks"] if any(e.slug == index_slug for e in entries) else []
         elif name == "prev-entries":
-            widget.data = sorted(entries, key=lambda e: e.changed, reverse=True)[:10]
+            widget.data = newest_entries(entries)
         out.append(widget)
     return out

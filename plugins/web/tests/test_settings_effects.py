@@ -89,18 +89,22 @@ def _calendar(html: str) -> str:
 
 
 def test_the_calendar_shows_dated_pages_on_a_month_grid(admin, carol):
-    admin.save_namespace("notes", admin.read_namespace("notes")["hash"], widgets=["calendar", "pages"])
+    admin.save_namespace("notes", admin.read_namespace("notes")["hash"], widgets=["calendar", "prev-entries"])
     for slug, title in [("notes/2026-11-03", "Tuesday notes"), ("notes/log/2026-11-30-retro", "Retro"),
                         ("notes/2026-11-30", "Monday notes"), ("notes/2026-10-15", "October"), ("notes/undated", "U")]:  # fmt: skip
         admin.save_page(slug, body="x", title=title)
-    cal = _calendar(carol.get("/notes/").text)
+    html = carol.get("/notes/").text
+    cal = _calendar(html)
     assert "<caption>November 2026</caption>" in cal
     first_week = re.search(r"<tbody><tr>(.*?)</tr>", cal).group(1)
     assert first_week.count("<td></td>") == 6 and first_week.endswith("<td>1</td>")  # 1 Nov 2026 is a Sunday
     assert '<a href="/notes/2026-11-03" title="Tuesday notes" aria-label="2026-11-03: Tuesday notes">3</a>' in cal
     assert 'title="Monday notes, Retro"' in cal  # two pages that day: the first linked, both named
     assert '<a href="/notes/log/2026-11-30-retro">Retro</a>' in cal and "undated" not in cal
-    assert '<a rel="prev" href="?month=2026-10#w-calendar">' in cal and 'rel="next"' not in cal
+    assert '<a rel="prev" href="?month=2026-10#w-calendar">← October 2026</a>' in cal and 'rel="next"' not in cal
+    previous = html.split('class="widget widget-prev-entries"', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r'<a href="/notes/([^"]+)">', previous) == [
+        "log/2026-11-30-retro", "2026-11-30", "2026-11-03", "2026-10-15"]  # by the date in the name, not by when saved
     october = _calendar(carol.get("/notes/?month=2026-10").text)
     assert "<caption>October 2026</caption>" in october and 'href="/notes/2026-10-15"' in october
     assert '<a rel="next" href="?month=2026-11#w-calendar">' in october and 'rel="prev"' not in october
