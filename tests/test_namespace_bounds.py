@@ -169,11 +169,12 @@ def test_new_page_fills_the_placeholders_of_new_slug(admin, wiki):
     from hostcore import InsufficientScope, NotFound
 
     when = datetime(2026, 3, 7, 9, 5)
-    assert wiki.new_page("notes", "Any Title", when) == {"slug": "notes/any-title", "template": ""}  # no new setting
+    assert wiki.new_page("notes", "Any Title", when) == {"slug": "notes/any-title", "template": "", "pattern": ""}  # no new setting
     admin.save_namespace("notes", admin.read_namespace("notes")["hash"],
                          new={"template": "# {date}\n", "slug": "journal/{year}/{month}/{date}-{day}-{time}-{title}"})  # fmt: skip
     made = wiki.new_page("notes", "Stand-up: Ünïcode & more!", when)
-    assert made == {"slug": "notes/journal/2026/03/2026-03-07-07-0905-stand-up-unicode-more", "template": "# {date}\n"}
+    assert made["slug"] == "notes/journal/2026/03/2026-03-07-07-0905-stand-up-unicode-more" and made["template"] == "# {date}\n"
+    assert made["pattern"] == "journal/{year}/{month}/{date}-{day}-{time}-{title}"
     assert wiki.new_page("notes", "", when)["slug"] == "notes/journal/2026/03/2026-03-07-07-0905-untitled"
     assert wiki.new_page("notes")["slug"].startswith(f"notes/journal/{datetime.now().astimezone():%Y/%m/%Y-%m-}")
     plant(admin.host, "notes", b"new:\n  slug: '{week}'\n")  # committed from outside, never validated

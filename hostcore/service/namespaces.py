@@ -59,6 +59,7 @@ class NamespaceSettings(TypedDict, total=False):
 class NewPage(TypedDict):
     slug: str
     template: str
+    pattern: str  # new.slug as stored, placeholders unfilled
 
 
 class NamespaceSaved(TypedDict):
@@ -107,7 +108,8 @@ class NamespacesMixin(WikiBase):
         setting: ``slug`` is ``new.slug`` with its placeholders filled in for ``when`` (default: now,
         the server's local time) and ``title``, or ``namespace/<title as a slug>`` without it (empty
         when both are empty); ``template`` is ``new.template``. Needs write scope and access to the
-        namespace. Raises NotFound for a namespace that does not exist."""
+        namespace. ``pattern`` is ``new.slug`` itself. Raises NotFound for a namespace that does not
+        exist, ValidationError for a placeholder ``new.slug`` does not know."""
         self.principal.require("write")
         check_namespace(namespace, "namespace")
         self.principal.require_namespace(namespace, "namespace")
@@ -122,7 +124,7 @@ class NamespacesMixin(WikiBase):
             rel = ns_settings.fill_new_slug(pattern, when or datetime.now().astimezone(), title)
         else:
             rel = slugify(title)
-        return {"slug": f"{namespace}/{rel}" if rel else "", "template": template}
+        return {"slug": f"{namespace}/{rel}" if rel else "", "template": template, "pattern": pattern}
 
     def _check_new_namespace(self, name: str) -> None:
         """Refuse a new namespace name a clone elsewhere could not hold: a device name or trailing

@@ -402,9 +402,8 @@ def _new_page(wiki: Any, namespace: str, title: str = "") -> tuple[str, str, str
         new = wiki.new_page(namespace, title)
     except HostcoreError:
         return "", "", ""
-    pattern = str((settings_of(namespace).get("new") or {}).get("slug") or "")
-    name = new["slug"].split("/", 1)[1] if new["slug"] and "{title}" not in pattern else ""
-    return pattern, name, new["template"]
+    name = new["slug"].split("/", 1)[1] if new["slug"] and "{title}" not in new["pattern"] else ""
+    return new["pattern"], name, new["template"]
 
 
 @bp.route("/_/new", methods=["GET", "POST"])
