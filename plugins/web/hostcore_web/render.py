@@ -26,7 +26,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import wiki_links
+from hostcore import split_attachment_url, wiki_links
 
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -46,6 +46,9 @@ ATTRIBUTES = {
     **{f"h{n}": {"id"} for n in range(1, 7)},
 }
 URL_SCHEMES = {"http", "https", "mailto"}
+FILES_PATH = "/_/web/files/"
+"""Where the web serves attachments to people (their session, or a public namespace): the MCP
+route (``/_/files/``) takes bearer tokens only, so a page's links and images to attachments point here."""
 
 
 def anchor(text: str) -> str:
@@ -65,12 +68,18 @@ def page_href(slug: str, heading: str | None = None) -> str:
     return "/" + quote(slug) + (f"#{anchor(heading)}" if heading else "")
 
 
+def file_href(slug: str, filename: str) -> str:
+    """The web URL of an attachment (see :data:`FILES_PATH`)."""
+    return FILES_PATH + quote(f"{slug}/{filename}")
+
+
 @dataclass
 class Rendered:
     html: str
     headings: list[tuple[int, str, str]] = field(default_factory=list)  # level, text, anchor
     mermaid: bool = False
     links: int = 0
+    image: tuple[str, str] | None = None  # (slug, filename) of the first PNG or JPEG attachment the page shows
 
 
 def _wiki_link_rule(state: StateInline, silent: bool) -> bool:
@@ -130,12 +139,28 @@ def _heading_ids(state: Any) -> None:
         out.append((int(token.tag[1]), text, ident))
 
 
+def _attachment_urls(state: Any) -> None:
+    """Links and images to attachment URLs (``/_/files/...``) point where ``env["file_href"]`` says."""
+    files = state.env["file_href"]
+    for token in state.tokens:
+        for child in token.children or ():
+            attr = "src" if child.type == "image" else "href" if child.type == "link_open" else None
+            url = child.attrGet(attr) if attr else None
+            target = split_attachment_url(url) if isinstance(url, str) else None
+            if target is None:
+                continue
+            child.attrSet(attr, files(*target))
+            if child.type == "image" and "image" not in state.env and target[1].lower().endswith((".png", ".jpg", ".jpeg")):
+                state.env["image"] = target
+
+
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False, "highlight": _highlight})
     md.enable(["table", "strikethrough"])
     md.inline.ruler.before("link", "wiki_link", _wiki_link_rule)
     md.add_render_rule("wiki_link", _render_wiki_link)
     md.core.ruler.push("heading_ids", _heading_ids)
+    md.core.ruler.push("attachment_urls", _attachment_urls)
     return md
 
 
@@ -151,16 +176,19 @@ def render(
     slug: str,
     existing: Callable[[list[str]], set[str]],
     href: Callable[[str, str | None], str] = page_href,
+    files: Callable[[str, str], str] = file_href,
 ) -> Rendered:
     """``body`` of page ``slug`` as safe HTML. ``existing`` answers which wiki-link targets are pages
-    (asked once, for all of them); ``href`` makes the URL of a page (and heading)."""
-    env: dict[str, Any] = {"slug": slug, "existing": existing(wiki_links(body, slug)), "href": href}
+    (asked once, for all of them); ``href`` makes the URL of a page (and heading), ``files`` that of
+    an attachment (slug, filename)."""
+    env: dict[str, Any] = {"slug": slug, "existing": existing(wiki_links(body, slug)), "href": href, "file_href": files}
     html = _MD.render(body, env)
     return Rendered(
         html=sanitise(html),
         headings=env.get("headings", []),
         mermaid='<pre class="mermaid">' in html,
         links=env.get("links", 0),
+        image=env.get("image"),
     )
 
 

@@ -6,23 +6,24 @@ tags and pins, which only the pages hold, are read once per page revision and ke
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 from urllib.parse import quote
 
 from hostcore import NotFound, Principal
 
+from .dates import month_view, newest_entries
+
 DEFAULT_WIDGETS = ["pages", "pinned", "tags", "log"]
 WIDGET_TITLES = {
     "pages": "Pages", "namespaces": "Namespaces", "pinned": "Pinned", "tags": "Tags", "log": "Recent changes",
     "health": "Health", "calendar": "Calendar", "writing-stats": "Writing", "page-meta": "About this page",
-    "backlinks": "Links here", "prev-entries": "Latest entries",
+    "backlinks": "Links here", "prev-entries": "Previous entries",
 }  # fmt: skip
-_DATE = re.compile(r"(\d{4})-(\d{2})-\d{2}")
 _META_LIMIT = 200_000
 
 
@@ -94,9 +95,11 @@ def ordered(entries: list[Entry], tree: list[str], namespace: str) -> list[Entry
 
 
 def build(
-    host: Any, reader: Principal, namespace: str, settings: dict[str, Any], index_slug: str, cache: MetaCache
+    host: Any, reader: Principal, namespace: str, settings: dict[str, Any], index_slug: str, cache: MetaCache,
+    month: str | None = None,
 ) -> list[Widget]:
-    """The namespace's widgets, in its ``widgets`` order (the default set when empty)."""
+    """The namespace's widgets, in its ``widgets`` order (the default set when empty); ``month``
+    (YYYY-MM) is the one the calendar shows."""
     wiki = host.wiki(reader)
     names = [w for w in settings.get("widgets") or DEFAULT_WIDGETS if w in WIDGET_TITLES]
     facts = wiki.page_facts(namespace)
@@ -122,12 +125,7 @@ def build(
         elif name == "health":
             widget.data = wiki.health(namespace)
         elif name == "calendar":
-            months: Counter[str] = Counter()
-            for e in entries:
-                m = _DATE.search(e.slug)
-                if m:
-                    months[f"{m.group(1)}-{m.group(2)}"] += 1
-            widget.data = sorted(months.items(), reverse=True)[:24]
+            widget.data = month_view(entries, month, date.today())
         elif name == "writing-stats":
             now = time.time()
             widget.data = {
@@ -140,6 +138,6 @@ def build(
         elif name == "backlinks":
             widget.data = wiki.backlinks(index_slug)["backlinks"] if any(e.slug == index_slug for e in entries) else []
         elif name == "prev-entries":
-            widget.data = sorted(entries, key=lambda e: e.changed, reverse=True)[:10]
+            widget.data = newest_entries(entries)
         out.append(widget)
     return out
