@@ -3,6 +3,7 @@
 This module is the public surface: plugins import from here and nowhere else in ``hostcore``.
 """
 
+from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
 from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
 from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
 from hostcore.domain.query import (
@@ -125,6 +126,7 @@ __all__ = [
     "ValidationError",
     "Vectors",
     "__version__",
+    "attachment_url",
     "blob_hash",
     "check_csrf",
     "check_namespace",
@@ -146,9 +148,11 @@ __all__ = [
     "recover_sqlite",
     "resource",
     "safe_next",
+    "serving_headers",
     "set_aside",
     "sign_in",
     "sign_out",
+    "split_attachment_url",
     "tool",
     "unit_rows",
     "wiki_links",

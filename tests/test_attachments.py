@@ -14,7 +14,7 @@ import pytest
 from flask import Flask
 
 import hostcore_tokens
-from hostcore import create_app
+from hostcore import create_app, recover_sqlite
 from hostcore.domain.attachments import attachment_links, check_filename, serving_headers, sniff
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, TooLarge, Unavailable, ValidationError
@@ -274,6 +274,17 @@ def test_health_reports_links_to_missing_attachments(git_host):
     assert report["counts"]["missing_attachments"] == 1
     limited = git_host.wiki(principal("read", namespaces=["team"]))
     assert limited.health()["missing_attachments"] == []
+
+
+def test_links_to_attachments_leave_the_link_graph_sound_for_the_next_process(git_host):
+    """SQLite 3.40's quick_check took file_links for damaged (a NOT NULL column between its key's
+    columns), so each new process (a CLI command beside the server) set the graph aside and rebuilt it."""
+    wiki = git_host.wiki(principal("write"))
+    wiki.save_page("notes/links", body="![i](/_/files/notes/links/i.png)\n")
+    path = git_host.links.path
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    assert not recover_sqlite(path, "link graph")
 
 
 def test_namespace_image_must_be_a_stored_png_or_jpeg(git_host):

@@ -9,6 +9,8 @@ from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import image_path
 from hostcore.domain.pages import namespace_path
 
+from .conftest import principal
+
 
 def snapshot(host):
     return {path: host.storage.read(path) for path in host.storage.list()}
@@ -47,6 +49,8 @@ BAD = [
     ({"new": {"template": "t", "slug": "a/b.md"}}, "new.slug", ".md"),
     ({"new": {"template": "t", "slug": "{date}/../x"}}, "new.slug", "'..'"),
     ({"new": {"template": "t", "slug": "{date"}}, "new.slug", "not allowed"),
+    ({"new": {"template": "t", "slug": "journal/{week}"}}, "new.slug", "unknown placeholder {week}; use {date}"),
+    ({"image": "https://evil.example/x.png"}, "image", "page/filename"),
     ({"export": {"base_url": "ftp://example.org/"}}, "export.base_url", "http or https"),
     ({"export": {"base_url": "javascript:alert(1)"}}, "export.base_url", "http or https"),
     ({"export": {"base_url": "https://"}}, "export.base_url", "http or https"),
@@ -157,3 +161,27 @@ def test_tool_schema_carries_the_limits(host):
     with pytest.raises(ValidationError) as err:
         host.tools["save_namespace"].parse({"name": "notes", "tree": ["x"] * (ns_settings.MAX_TREE + 1)})
     assert err.value.field == "tree"
+
+
+def test_new_page_fills_the_placeholders_of_new_slug(admin, wiki):
+    from datetime import datetime
+
+    from hostcore import InsufficientScope, NotFound
+
+    when = datetime(2026, 3, 7, 9, 5)
+    assert wiki.new_page("notes", "Any Title", when) == {"slug": "notes/any-title", "template": "", "pattern": ""}  # no new setting
+    admin.save_namespace("notes", admin.read_namespace("notes")["hash"],
+                         new={"template": "# {date}\n", "slug": "journal/{year}/{month}/{date}-{day}-{time}-{title}"})  # fmt: skip
+    made = wiki.new_page("notes", "Stand-up: Ünïcode & more!", when)
+    assert made["slug"] == "notes/journal/2026/03/2026-03-07-07-0905-stand-up-unicode-more" and made["template"] == "# {date}\n"
+    assert made["pattern"] == "journal/{year}/{month}/{date}-{day}-{time}-{title}"
+    assert wiki.new_page("notes", "", when)["slug"] == "notes/journal/2026/03/2026-03-07-07-0905-untitled"
+    assert wiki.new_page("notes")["slug"].startswith(f"notes/journal/{datetime.now().astimezone():%Y/%m/%Y-%m-}")
+    plant(admin.host, "notes", b"new:\n  slug: '{week}'\n")  # committed from outside, never validated
+    with pytest.raises(ValidationError) as err:
+        wiki.new_page("notes", "t", when)
+    assert err.value.field == "new.slug" and "{week}" in str(err.value)
+    with pytest.raises(NotFound):
+        wiki.new_page("nowhere", "t")
+    with pytest.raises(InsufficientScope):
+        admin.host.wiki(principal("read")).new_page("notes", "t")

@@ -123,3 +123,21 @@ def test_redis_down_is_a_clear_unavailable_error():
         with pytest.raises(Unavailable, match="start Redis"):
             shared.add("tokens", "b", {})
         shared.client.close()
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_redis_without_a_written_public_url_warns(written, redis_url, tmp_path, caplog):
+    """Hosts sharing Redis find each other's records under their PUBLIC_URL: one left to the bind
+    address (``hostcore serve --bind``) differs from host to host, so the host says so at start."""
+    from hostcore import create_app
+
+    config = {"STORAGE": "fs", "SEARCH": "", "PLUGINS": ["fs"], "REDIS_URL": redis_url}
+    if written:
+        config["PUBLIC_URL"] = "https://wiki.example.org"
+    with caplog.at_level("WARNING", logger="hostcore"):
+        app = create_app(config, instance_path=tmp_path, defaults={"PUBLIC_URL": "http://10.0.0.5:8080"})
+    app.extensions["hostcore"].close()
+    warned = [r.getMessage() for r in caplog.records if "PUBLIC_URL is not" in r.getMessage()]
+    assert warned == ([] if written else [warned[0]])
+    if not written:
+        assert "http://10.0.0.5:8080" in warned[0] and "hostcore.toml" in warned[0]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
 
-from hostcore.domain.pages import MAX_SLUG, MAX_TITLE, NAMESPACE_FILE, check_portable, check_segment, check_slug
+from hostcore.domain.pages import MAX_SLUG, MAX_TITLE, NAMESPACE_FILE, check_portable, check_segment, check_slug, slugify
 from hostcore.errors import TooLarge, Unavailable, ValidationError
 
 # libyaml when the wheel has it: twenty times faster than the pure-Python parser.
@@ -58,7 +59,16 @@ DEFAULTS: dict[str, Any] = {
 }
 LISTED = ("title", "description", "public")
 """The fields list_namespaces shows; with ``index`` they come first in the stored file."""
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")  # in new.slug, e.g. journal/{date}
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")  # in new.slug, e.g. journal/{date}
+PLACEHOLDERS: dict[str, Callable[[datetime, str], str]] = {
+    "date": lambda when, _title: when.strftime("%Y-%m-%d"),
+    "year": lambda when, _title: when.strftime("%Y"),
+    "month": lambda when, _title: when.strftime("%m"),
+    "day": lambda when, _title: when.strftime("%d"),
+    "time": lambda when, _title: when.strftime("%H%M"),
+    "title": lambda _when, title: slugify(title),
+}
+"""What each ``{name}`` of ``new.slug`` stands for, from the moment the page is made and its title."""
 _IMAGE = re.compile(r"[^/]+/[^/]+\.(png|jpe?g)", re.IGNORECASE)
 _CONTROL_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -245,7 +255,23 @@ def _new(value: Any, key: str, namespace: str) -> None:
     slug = value.get("slug", "")
     _text(slug, "new.slug", MAX_SLUG)
     if slug != "":
+        _check_placeholders(slug)
         _path(_PLACEHOLDER.sub("x", slug), "new.slug", namespace)
+
+
+def _check_placeholders(pattern: str) -> None:
+    for m in _PLACEHOLDER.finditer(pattern):
+        if m.group(1) not in PLACEHOLDERS:
+            known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+            raise ValidationError(f"has the unknown placeholder {m.group()}; use {known}", field="new.slug")
+
+
+def fill_new_slug(pattern: str, when: datetime, title: str) -> str:
+    """``new.slug`` with its placeholders filled in: ``journal/{date}`` -> ``journal/2026-11-30``.
+    ``{title}`` becomes the title as a slug segment (``untitled`` when that is empty). Raises
+    ValidationError for a placeholder it does not know (a file committed from outside)."""
+    _check_placeholders(pattern)
+    return _PLACEHOLDER.sub(lambda m: PLACEHOLDERS[m.group(1)](when, title) or "untitled", pattern)
 
 
 def _export(value: Any, key: str, _namespace: str) -> None:

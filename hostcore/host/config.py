@@ -71,9 +71,16 @@ _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 class Config(dict[str, Any]):
     """The merged settings, remembering which came from environment variables (for messages)."""
 
-    def __init__(self, values: Mapping[str, Any], env_names: Mapping[tuple[str, ...], str] | None = None) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        env_names: Mapping[tuple[str, ...], str] | None = None,
+        written: set[str] | None = None,
+    ) -> None:
         super().__init__(values)
         self.env_names = dict(env_names or {})
+        # top-level keys an operator wrote (file, environment, overrides); None = unknown, take all as written
+        self.written = set(values) if written is None else set(written)
 
     def where(self, *path: str) -> str:
         """Where the setting at ``path`` was written: its variable (``HOSTCORE_SEACRH``) or its key."""
@@ -183,12 +190,14 @@ def read_config(
     ConfigError only for bad TOML.
     """
     environ = os.environ if environ is None else environ
-    merged = _merge(_merge(copy.deepcopy(DEFAULTS), defaults or {}), read_file(instance))
-    merged = _merge(merged, env_overrides(environ))
+    from_file, from_env = read_file(instance), env_overrides(environ)
+    merged = _merge(_merge(copy.deepcopy(DEFAULTS), defaults or {}), from_file)
+    merged = _merge(merged, from_env)
     merged = _merge(merged, overrides or {})
+    written = set(from_file) | set(from_env) | set(overrides or {})
     env_names = {path: name for path, name, _raw in _env_settings(environ) if not _sets(overrides or {}, path)}
     problems: list[str] = []
-    config = Config(resolve_secrets(merged, problems=problems), env_names)
+    config = Config(resolve_secrets(merged, problems=problems), env_names, written)
     return config, problems_in(config) + problems
 
 

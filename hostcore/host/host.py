@@ -164,6 +164,13 @@ class Host:
             self.config["EXTRACT_TIMEOUT_SECONDS"],
             self.config["EXTRACT_MEMORY_BYTES"],
         )
+        if self.redis is not None and "PUBLIC_URL" not in getattr(config, "written", {"PUBLIC_URL"}):
+            log.warning(
+                "REDIS_URL is set but PUBLIC_URL is not: this host names the wiki %s in Redis (derived from its bind "
+                "address); write the same PUBLIC_URL (the load balancer's URL) in hostcore.toml on every host, or "
+                "hosts and CLI commands will not share tokens, sessions and sign-ins",
+                config["PUBLIC_URL"],
+            )
         self.shared: SharedState = (
             RedisShared(self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
             if self.redis is not None

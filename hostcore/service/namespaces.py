@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
 from typing_extensions import TypedDict
 
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import image_path, sniff
-from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path
+from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path, slugify
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.indexes.indexer import catch_up
 from hostcore.seams.storage import Put
@@ -55,6 +56,12 @@ class NamespaceSettings(TypedDict, total=False):
     export: ExportSettings
 
 
+class NewPage(TypedDict):
+    slug: str
+    template: str
+    pattern: str  # new.slug as stored, placeholders unfilled
+
+
 class NamespaceSaved(TypedDict):
     name: str
     hash: str
@@ -95,6 +102,29 @@ class NamespacesMixin(WikiBase):
             raise NotFound(f"no namespace {name!r}; list_namespaces shows those that exist", field="name") from None
         # the settings were validated when saved and are completed with defaults: they have this shape
         return cast(NamespaceSettings, {"name": name, "hash": digest, **ns_settings.complete(ns_settings.parse(data, name))})
+
+    def new_page(self, namespace: str, title: str = "", when: datetime | None = None) -> NewPage:
+        """Where a new page of ``namespace`` goes and what it starts as, from the namespace's ``new``
+        setting: ``slug`` is ``new.slug`` with its placeholders filled in for ``when`` (default: now,
+        the server's local time) and ``title``, or ``namespace/<title as a slug>`` without it (empty
+        when both are empty); ``template`` is ``new.template``. Needs write scope and access to the
+        namespace. ``pattern`` is ``new.slug`` itself. Raises NotFound for a namespace that does not
+        exist, ValidationError for a placeholder ``new.slug`` does not know."""
+        self.principal.require("write")
+        check_namespace(namespace, "namespace")
+        self.principal.require_namespace(namespace, "namespace")
+        try:
+            settings = ns_settings.parse(self.storage.read(namespace_path(namespace)), namespace)
+        except NotFound:
+            raise NotFound(f"no namespace {namespace!r}; list_namespaces shows those that exist", field="namespace") from None
+        new = settings.get("new")
+        new = new if isinstance(new, dict) else {}
+        pattern, template = str(new.get("slug") or ""), str(new.get("template") or "")
+        if pattern:
+            rel = ns_settings.fill_new_slug(pattern, when or datetime.now().astimezone(), title)
+        else:
+            rel = slugify(title)
+        return {"slug": f"{namespace}/{rel}" if rel else "", "template": template, "pattern": pattern}
 
     def _check_new_namespace(self, name: str) -> None:
         """Refuse a new namespace name a clone elsewhere could not hold: a device name or trailing

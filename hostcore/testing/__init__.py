@@ -7,7 +7,7 @@
 - ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port;
   :func:`typescript_sdk`: the pinned Node and TypeScript SDK, to drive a server with the TS client.
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
-- ``documents``: :func:`pdf_document` (a real PDF, one page per string).
+- ``documents``: :func:`pdf_document` (a real PDF, one page per string), :func:`png_image` (a real PNG).
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
 """
 

@@ -39,7 +39,7 @@ Path = Annotated[str, Field(min_length=1, max_length=MAX_SLUG)]
 # (the results keep the plain types, so a file written from outside still reads back).
 class NewTemplateArgs(TypedDict, total=False):
     template: Annotated[str, Field(max_length=MAX_TEMPLATE_BYTES, description="page skeleton, at most 64 KiB as UTF-8")]
-    slug: Annotated[str, Field(max_length=MAX_SLUG, description="path of new pages in this namespace; {placeholders} allowed, e.g. journal/{date}")]
+    slug: Annotated[str, Field(max_length=MAX_SLUG, description="path of new pages in this namespace; placeholders {date} {year} {month} {day} {time} {title}, e.g. journal/{date}")]
 
 
 class ExportArgs(TypedDict, total=False):
@@ -116,7 +116,8 @@ def save_namespace(
     Arguments: name; basehash (omit to create, required to update); public; title (at most 256);
     description (at most 255); image (page/filename of a PNG or JPEG attachment); skin; palette; index
     (one-segment index page name); widgets; tree (at most 1000 page or folder paths in this namespace);
-    new {template (at most 64 KiB), slug (a path in this namespace, e.g. journal/{date})}; export
+    new {template (at most 64 KiB), slug (a path in this namespace; {date}, {year}, {month}, {day},
+    {time} and {title} are filled in when a page is made, e.g. journal/{date})}; export
     {base_url (an http or https URL), sitemap, robots_allow, links}. Text may not hold control
     characters (the template and the description may hold tabs and line breaks). Each save is one
     recorded change and never changes pages. On update, fields you omit keep their values; lists and

@@ -44,7 +44,7 @@ def _when(t: float | None) -> str:
 
 
 def make_blueprint(server_of: Any) -> Blueprint:
-    bp = Blueprint("hostcore_oauth", __name__, template_folder="templates")
+    bp = Blueprint("hostcore_oauth", __name__, template_folder="templates", static_folder="static", static_url_path="/_/static/oauth")
 
     def server() -> OAuthServer:
         return server_of()

@@ -6,6 +6,11 @@ served; needed for the sitemap and canonical links), ``sitemap`` (write ``sitema
 carries ``<meta name="robots" content="noindex">``) and ``links`` (``pretty``: each page is
 ``name/index.html`` and linked as ``name/``; anything else: ``name.html``). Pages keep the
 namespace's skin and palette; links to pages outside the namespace are shown as missing.
+
+The attachments the pages link or show, and the namespace's ``image``, are copied to
+``_files/<page>/<filename>`` and linked there (relative links), so the folder needs no hostcore.
+Only attachments of the namespace's own pages are copied; a link to any other, or to one that is
+missing, points nowhere (``#``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from xml.sax.saxutils import escape as xml_escape
 import click
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from hostcore import SYSTEM, Principal, ValidationError, check_namespace
+from hostcore import SYSTEM, NotFound, Principal, ValidationError, check_namespace
 
 from . import render
 
@@ -28,17 +33,22 @@ STATIC = Path(__file__).parent / "static"
 
 
 class Layout:
-    """Where each page goes in the folder and how one page links to another."""
+    """Where each page goes in the folder and how one page links to another. The namespace's index
+    page is the folder's ``index.html``."""
 
-    def __init__(self, namespace: str, pretty: bool) -> None:
-        self.namespace, self.pretty = namespace, pretty
+    def __init__(self, namespace: str, pretty: bool, index_slug: str = "") -> None:
+        self.namespace, self.pretty, self.index_slug = namespace, pretty, index_slug
 
     def file(self, slug: str) -> str:
         rel = slug.split("/", 1)[1]
+        if slug == self.index_slug:
+            return "index.html"
         return f"{rel}/index.html" if self.pretty else f"{rel}.html"
 
     def url(self, slug: str) -> str:
         rel = slug.split("/", 1)[1]
+        if slug == self.index_slug:
+            return "./" if self.pretty else "index.html"
         return f"{rel}/" if self.pretty else f"{rel}.html"
 
     def href(self, from_slug: str | None, to_slug: str, heading: str | None = None) -> str:
@@ -55,6 +65,33 @@ class Layout:
         return posixpath.relpath(".", start or ".").rstrip("/") + "/" if start else ""
 
 
+class Files:
+    """The namespace's attachments the export uses, copied into ``_files/`` once each."""
+
+    def __init__(self, wiki: Any, namespace: str, out: Path) -> None:
+        self.wiki, self.namespace, self.out = wiki, namespace, out
+        self.copied: dict[tuple[str, str], str | None] = {}
+
+    def path(self, slug: str, filename: str) -> str | None:
+        """The copy's path in the folder (``_files/<page>/<filename>``), or None when it is not the
+        namespace's or cannot be read."""
+        key = (slug, filename)
+        if key not in self.copied:
+            rel = None
+            if slug.split("/", 1)[0] == self.namespace:
+                try:
+                    data, _type, _digest = self.wiki.attachment(slug, filename)
+                except (NotFound, ValidationError):
+                    data = None
+                if data is not None:
+                    rel = f"_files/{slug.split('/', 1)[1]}/{filename}"
+                    target = self.out / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+            self.copied[key] = rel
+        return self.copied[key]
+
+
 def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
     """Write ``namespace`` to ``out`` (made if missing). Returns what was written. Raises ValidationError."""
     check_namespace(namespace, "namespace")
@@ -67,42 +104,55 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
     if base_url and not base_url.endswith("/"):
         base_url += "/"
     noindex = not export.get("robots_allow", False)
-    layout = Layout(namespace, export.get("links") == "pretty")
+    index_slug = f"{namespace}/{settings.get('index') or 'index'}"
+    layout = Layout(namespace, export.get("links") == "pretty", index_slug)
     reader = Principal("export", frozenset({"read"}), frozenset({namespace}), rate_limited=False)
     wiki = host.wiki(reader)
     facts = wiki.page_facts(namespace)
     in_namespace = {f["slug"] for f in facts}
     env = Environment(loader=PackageLoader("hostcore_web", "templates"), autoescape=select_autoescape(["html"]))
-    common = {"settings": settings, "namespace": namespace, "noindex": noindex, **render.look(settings)}
     out.mkdir(parents=True, exist_ok=True)
+    files = Files(wiki, namespace, out)
+    page_name, _, image_name = str(settings.get("image") or "").rpartition("/")
+    image = files.path(f"{namespace}/{page_name}", image_name) if page_name else None
+    common = {"settings": settings, "namespace": namespace, "noindex": noindex, **render.look(settings)}
+
+    def preview(own: tuple[str, str] | None) -> str:
+        """The absolute URL of a page's link preview image (its own, else the namespace's); needs base_url."""
+        path = (files.path(*own) if own else None) or image
+        return base_url + quote(path) if path and base_url else ""
+
     mermaid = False
-    index_slug = f"{namespace}/{settings.get('index') or 'index'}"
     index_body = None
     for fact in facts:
         slug = fact["slug"]
         page = wiki.page(slug)
+        root = layout.root(slug)
 
         def href(target: str, heading: str | None, _from: str = slug) -> str:
             return layout.href(_from, target, heading) if target in in_namespace else "#"
 
-        body = render.render(page.body, slug, lambda targets: {t for t in targets if t in in_namespace}, href)
+        def file_href(owner: str, filename: str, _root: str = root) -> str:
+            path = files.path(owner, filename)
+            return quote(_root + path) if path else "#"
+
+        body = render.render(page.body, slug, lambda targets: {t for t in targets if t in in_namespace}, href, file_href)
         mermaid = mermaid or body.mermaid
         if slug == index_slug:
             index_body = body
+            continue  # the folder's index.html below shows it
         canonical = base_url + layout.url(slug) if base_url else ""
         html = env.get_template("export_page.html").render(
-            page=page, body=body, root=layout.root(slug), canonical=canonical, title=page.title,
-            home=layout.root(slug) + "index.html", **common,
+            page=page, body=body, root=root, canonical=canonical, title=page.title, home=root + "index.html",
+            image=quote(image) if image else "", preview=preview(body.image), **common,
         )  # fmt: skip
         target = out / layout.file(slug)
-        if target == out / "index.html":
-            continue  # the namespace's index page: the folder's index.html below shows it
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
-    pages = [{"title": f["title"], "href": layout.href(None, f["slug"])} for f in facts]
+    pages = [{"title": f["title"], "href": layout.href(None, f["slug"])} for f in facts if f["slug"] != index_slug]
     index_html = env.get_template("export_index.html").render(
         pages=pages, body=index_body, root="", canonical=base_url, title=settings.get("title") or namespace, home="index.html",
-        **common,
+        image=quote(image) if image else "", preview=preview(index_body.image if index_body else None), **common,
     )  # fmt: skip
     (out / "index.html").write_text(index_html, encoding="utf-8")
     assets = out / "_assets"
@@ -115,14 +165,15 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
     robots = "User-agent: *\n" + ("Allow: /\n" if not noindex else "Disallow: /\n")
     if export.get("sitemap"):
         robots += f"Sitemap: {base_url}sitemap.xml\n"
-        urls = [base_url] + [base_url + layout.url(f["slug"]) for f in facts]
+        urls = [base_url] + [base_url + layout.url(f["slug"]) for f in facts if f["slug"] != index_slug]
         entries = "".join(f"  <url><loc>{xml_escape(quote(u, safe=':/'))}</loc></url>\n" for u in urls)
         (out / "sitemap.xml").write_text(
             f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n{entries}</urlset>\n',
             encoding="utf-8",
         )
     (out / "robots.txt").write_text(robots, encoding="utf-8")
-    return {"namespace": namespace, "pages": len(facts), "folder": str(out), "sitemap": bool(export.get("sitemap")), "noindex": noindex}
+    return {"namespace": namespace, "pages": len(facts), "files": sum(1 for p in files.copied.values() if p),
+            "folder": str(out), "sitemap": bool(export.get("sitemap")), "noindex": noindex}  # fmt: skip
 
 
 @click.command("export-site")
@@ -135,5 +186,6 @@ def export_command(obj: Any, namespaces: tuple[str, ...], out: Path) -> None:
     host = obj.host()
     for namespace in namespaces:
         done = export_namespace(host, namespace, out / namespace)
-        click.echo(f"{namespace}: {done['pages']} pages -> {done['folder']}" + (" (noindex)" if done["noindex"] else ""))
+        click.echo(f"{namespace}: {done['pages']} pages, {done['files']} files -> {done['folder']}"
+                   + (" (noindex)" if done["noindex"] else ""))  # fmt: skip
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import re
 import sqlite3
@@ -38,7 +39,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import connect, damaged, recover_sqlite, wiki_links
+from hostcore import connect, damaged, recover_sqlite, split_attachment_url, wiki_links
 
 log = logging.getLogger("hostcore.web")
 
@@ -61,6 +62,9 @@ ATTRIBUTES = {
 }
 URL_SCHEMES = {"http", "https", "mailto"}
 _REL = "noopener noreferrer"
+FILES_PATH = "/_/web/files/"
+"""Where the web serves attachments to people (their session, or a public namespace): the MCP
+route (``/_/files/``) takes bearer tokens only, so a page's links and images to attachments point here."""
 
 
 def anchor(text: str) -> str:
@@ -80,12 +84,18 @@ def page_href(slug: str, heading: str | None = None) -> str:
     return "/" + quote(slug) + (f"#{anchor(heading)}" if heading else "")
 
 
+def file_href(slug: str, filename: str) -> str:
+    """The web URL of an attachment (see :data:`FILES_PATH`)."""
+    return FILES_PATH + quote(f"{slug}/{filename}")
+
+
 @dataclass
 class Rendered:
     html: str
     headings: list[tuple[int, str, str]] = field(default_factory=list)  # level, text, anchor
     mermaid: bool = False
     links: int = 0
+    image: tuple[str, str] | None = None  # (slug, filename) of the first PNG or JPEG attachment the page shows
 
 
 def _wiki_link_rule(state: StateInline, silent: bool) -> bool:
@@ -151,12 +161,28 @@ def _heading_ids(state: Any) -> None:
         out.append((int(token.tag[1]), text, ident))
 
 
+def _attachment_urls(state: Any) -> None:
+    """Links and images to attachment URLs (``/_/files/...``) point where ``env["file_href"]`` says."""
+    files = state.env["file_href"]
+    for token in state.tokens:
+        for child in token.children or ():
+            attr = "src" if child.type == "image" else "href" if child.type == "link_open" else None
+            url = child.attrGet(attr) if attr else None
+            target = split_attachment_url(url) if isinstance(url, str) else None
+            if target is None:
+                continue
+            child.attrSet(attr, files(*target))
+            if child.type == "image" and "image" not in state.env and target[1].lower().endswith((".png", ".jpg", ".jpeg")):
+                state.env["image"] = target
+
+
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False, "highlight": _highlight})
     md.enable(["table", "strikethrough"])
     md.inline.ruler.before("link", "wiki_link", _wiki_link_rule)
     md.add_render_rule("wiki_link", _render_wiki_link)
     md.core.ruler.push("heading_ids", _heading_ids)
+    md.core.ruler.push("attachment_urls", _attachment_urls)
     return md
 
 
@@ -172,16 +198,19 @@ def render(
     slug: str,
     existing: Callable[[list[str]], set[str]],
     href: Callable[[str, str | None], str] = page_href,
+    files: Callable[[str, str], str] = file_href,
 ) -> Rendered:
     """``body`` of page ``slug`` as safe HTML. ``existing`` answers which wiki-link targets are pages
-    (asked once, for all of them); ``href`` makes the URL of a page (and heading)."""
-    env: dict[str, Any] = {"slug": slug, "existing": existing(wiki_links(body, slug)), "href": href}
+    (asked once, for all of them); ``href`` makes the URL of a page (and heading), ``files`` that of
+    an attachment (slug, filename)."""
+    env: dict[str, Any] = {"slug": slug, "existing": existing(wiki_links(body, slug)), "href": href, "file_href": files}
     html = _MD.render(body, env)
     return Rendered(
         html=sanitise(html),
         headings=env.get("headings", []),
         mermaid='<pre class="mermaid">' in html,
         links=env.get("links", 0),
+        image=env.get("image"),
     )
 
 
@@ -264,6 +293,12 @@ _FINGERPRINT = hashlib.blake2b(
 ).digest()  # this renderer's code and libraries: blocks kept on disk by an older one are never used
 
 
+Block = tuple[str, "dict[str, Any] | None"]
+"""A block's sanitised HTML, and what its rendering told about the page (``PAGE_FACTS``), if anything."""
+PAGE_FACTS = ("image",)
+"""Keys core rules set in the env about the whole page, the first block's value winning (see ``_attachment_urls``)."""
+
+
 class BlockStore:
     """Blocks' sanitised HTML by key, in a SQLite file in the instance folder: shared by the workers
     and kept across restarts. Only a cache: an error reads as a miss (logged once per store), and
@@ -282,7 +317,9 @@ class BlockStore:
         with closing(db):
             if not self._ready:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute("CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, made REAL NOT NULL)")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, facts TEXT, made REAL NOT NULL)"
+                )
                 db.execute("CREATE INDEX IF NOT EXISTS blocks_made ON blocks(made)")
                 self._ready = True
             db.execute("PRAGMA synchronous=OFF")  # a block lost in a crash is rendered again
@@ -296,28 +333,29 @@ class BlockStore:
             self._warned = True
             log.warning("rendered blocks in %s: %s (pages are rendered again meanwhile)", self.path, exc)
 
-    def get(self, keys: list[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
+    def get(self, keys: list[str]) -> dict[str, Block]:
+        found: dict[str, Block] = {}
         try:
             with self._db() as db:
                 for start in range(0, len(keys), 500):
                     chunk = keys[start : start + 500]
-                    found.update(db.execute(f"SELECT key, html FROM blocks WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+                    rows = db.execute(f"SELECT key, html, facts FROM blocks WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                    found.update((k, (h, json.loads(f) if f else None)) for k, h, f in rows)
         except (sqlite3.Error, OSError) as exc:
             self._failed(exc)
         return found
 
-    def put(self, blocks: dict[str, str]) -> None:
+    def put(self, blocks: dict[str, Block]) -> None:
         try:
             with self._db() as db:
                 now = time.time()
                 with db:  # one transaction
                     db.execute("BEGIN")
                     db.executemany(
-                        "INSERT OR IGNORE INTO blocks (key, html, made) VALUES (?, ?, ?)",
-                        [(k, h, now) for k, h in blocks.items()],
+                        "INSERT OR IGNORE INTO blocks (key, html, facts, made) VALUES (?, ?, ?, ?)",
+                        [(k, h, json.dumps(f) if f else None, now) for k, (h, f) in blocks.items()],
                     )
-                self._added += sum(len(h) for h in blocks.values())
+                self._added += sum(len(h) for h, _f in blocks.values())
                 if self._added > self.limit // 16:  # now and then: past the limit, the oldest quarter goes
                     self._added = 0
                     if db.execute("SELECT total(length(html)) FROM blocks").fetchone()[0] > self.limit:
@@ -347,7 +385,7 @@ class RenderCache:
         self.blocks_rendered = 0  # blocks this cache had to render (the others were kept)
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
-        self._blocks: OrderedDict[str, str] = OrderedDict()
+        self._blocks: OrderedDict[str, Block] = OrderedDict()
         self._blocks_size = 0
 
     def render(self, body: str, slug: str, digest: str, existing: Callable[[list[str]], set[str]]) -> Rendered:
@@ -359,9 +397,9 @@ class RenderCache:
             if hit is not None:
                 self._entries.move_to_end(key)
                 return hit
-        html, headings = self._by_blocks(body, slug)
+        html, headings, facts = self._by_blocks(body, slug)
         html = mark_missing(html, found) if targets else html
-        out = Rendered(html, headings, '<pre class="mermaid">' in html, html.count('<a class="wikilink'))
+        out = Rendered(html, headings, '<pre class="mermaid">' in html, html.count('<a class="wikilink'), facts.get("image"))
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = out
@@ -371,8 +409,8 @@ class RenderCache:
                 self.size -= len(old.html)
         return out
 
-    def _by_blocks(self, body: str, slug: str) -> tuple[str, list[tuple[int, str, str]]]:
-        env: dict[str, Any] = {"slug": slug, "existing": _Everything(), "href": page_href}
+    def _by_blocks(self, body: str, slug: str) -> tuple[str, list[tuple[int, str, str]], dict[str, Any]]:
+        env: dict[str, Any] = {"slug": slug, "existing": _Everything(), "href": page_href, "file_href": file_href}
         state = StateCore(body, _MD, env)
         whole, per_block = _phases()
         for rule in whole:
@@ -386,13 +424,16 @@ class RenderCache:
             html = {k: self._blocks[k] for k in keys if k in self._blocks}
         if self.store is not None and len(html) < len(keys):
             html.update(self.store.get([k for k in keys if k not in html]))
-        made: dict[str, str] = {}
+        made: dict[str, Block] = {}
         for k, tokens in zip(keys, blocks, strict=True):
             if k not in html and k not in made:
+                for name in PAGE_FACTS:
+                    env.pop(name, None)
                 part = StateCore("", _MD, env, tokens)
                 for rule in per_block:
                     rule(part)
-                made[k] = sanitise(_MD.renderer.render(tokens, _MD.options, env))
+                told = {name: env[name] for name in PAGE_FACTS if name in env}
+                made[k] = (sanitise(_MD.renderer.render(tokens, _MD.options, env)), told or None)
         self.blocks_rendered += len(made)
         if made and self.store is not None:
             self.store.put(made)
@@ -403,11 +444,15 @@ class RenderCache:
                     self._blocks.move_to_end(k)
                 else:
                     self._blocks[k] = html[k]
-                    self._blocks_size += len(html[k])
+                    self._blocks_size += len(html[k][0])
             while self._blocks_size > self.limit // 4 and self._blocks:  # the rest is a read away in the store
                 _k, old = self._blocks.popitem(last=False)
-                self._blocks_size -= len(old)
-        return "".join(html[k] for k in keys), env.get("headings", [])
+                self._blocks_size -= len(old[0])
+        facts: dict[str, Any] = {}
+        for k in keys:
+            for name, value in (html[k][1] or {}).items():
+                facts.setdefault(name, tuple(value) if isinstance(value, list) else value)  # JSON made tuples lists
+        return "".join(html[k][0] for k in keys), env.get("headings", []), facts
 
 
 def pygments_css() -> str:

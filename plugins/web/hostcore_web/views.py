@@ -15,7 +15,17 @@ from flask import Blueprint, Response, abort, redirect, render_template, request
 from werkzeug.routing import BaseConverter
 
 import hostcore
-from hostcore import SYSTEM, Conflict, HostcoreError, NotFound, Principal, ValidationError, check_csrf, check_slug
+from hostcore import (
+    SYSTEM,
+    Conflict,
+    HostcoreError,
+    NotFound,
+    Principal,
+    ValidationError,
+    check_csrf,
+    check_slug,
+    serving_headers,
+)
 
 from . import access, render, widgets
 from .access import SignInFirst, host, require_reader, require_writer
@@ -54,8 +64,19 @@ def settings_of(namespace: str) -> dict[str, Any]:
         return {}
 
 
+def namespace_image(namespace: str, settings: dict[str, Any]) -> str | None:
+    """The web URL of the namespace's ``image`` (``page/filename`` of an attachment in it), or None."""
+    page_name, _, filename = str(settings.get("image") or "").rpartition("/")
+    return render.file_href(f"{namespace}/{page_name}", filename) if page_name and filename else None
+
+
 def page(template: str, namespace: str | None = None, **context: Any) -> str:
+    """A page of the site. ``preview``: (slug, filename) of the page's own image, which its link
+    preview shows instead of the namespace's ``image``."""
     settings = settings_of(namespace) if namespace else {}
+    image = namespace_image(namespace, settings) if namespace else None
+    preview = context.pop("preview", None)
+    shown = render.file_href(*preview) if preview else image
     person = context.pop("person", None)
     if person is None:
         try:
@@ -70,6 +91,8 @@ def page(template: str, namespace: str | None = None, **context: Any) -> str:
         **render.look(settings),
         login_path=hostcore.LOGIN_PATH,
         logout_path=hostcore.LOGOUT_PATH,
+        namespace_image=image,
+        preview_image=host().config["PUBLIC_URL"].rstrip("/") + shown if shown else None,
         **context,
     )
 
@@ -121,6 +144,21 @@ def highlight_css() -> Any:
     return response
 
 
+@bp.route(render.FILES_PATH + "<path:rest>", methods=["GET", "HEAD"])
+def attachment(rest: str) -> Any:
+    """An attachment, for whoever may read its page here (a person's session or a public namespace)."""
+    page_slug, _, filename = rest.rpartition("/")
+    slug = slug_or_404(page_slug)
+    _person, reader = require_reader(slug.split("/", 1)[0])
+    try:
+        data, media_type, digest = host().wiki(reader).attachment(slug, filename)
+    except (NotFound, ValidationError):
+        abort(404)
+    response = Response(data, headers=serving_headers(media_type, filename))
+    response.set_etag(digest)
+    return response.make_conditional(request)
+
+
 # --- reading -------------------------------------------------------------------------------
 
 
@@ -159,7 +197,7 @@ def namespace_index(namespace: str) -> Any:
         body = rendered(reader, index_slug, index.body, index.hash)
     except NotFound:
         index, body = None, None
-    built = widgets.build(host(), reader, namespace, settings, index_slug)
+    built = widgets.build(host(), reader, namespace, settings, index_slug, request.args.get("month"))
     html = page(
         "namespace.html", namespace, person=person, index=index, body=body, widgets=built,
         title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
@@ -209,6 +247,7 @@ def read(namespace: str, rest: str) -> Any:
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, revision=window.get("revision"),
         section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),
+        preview=body.image,
     )  # fmt: skip
     return html_response(html, body.mermaid)
 
@@ -358,6 +397,16 @@ def edit(slug: str) -> Any:
     return redirect(render.page_href(slug))
 
 
+def _new_page(wiki: Any, namespace: str, title: str = "") -> tuple[str, str, str]:
+    """(pattern of new.slug, page name the form starts with, template) of a namespace the person may write in."""
+    try:
+        new = wiki.new_page(namespace, title)
+    except HostcoreError:
+        return "", "", ""
+    name = new["slug"].split("/", 1)[1] if new["slug"] and "{title}" not in new["pattern"] else ""
+    return new["pattern"], name, new["template"]
+
+
 @bp.route("/_/new", methods=["GET", "POST"])
 def new() -> Any:
     person = access.viewer()
@@ -367,20 +416,22 @@ def new() -> Any:
     wiki = host().wiki(writer)
     namespaces = [n["name"] for n in wiki.list_namespaces()["namespaces"]] if person.has_scope("read") else []
     chosen = request.values.get("namespace") or (namespaces[0] if namespaces else "")
+    pattern, name, template = _new_page(wiki, chosen) if chosen in namespaces else ("", "", "")
     if request.method == "GET":
-        template = (settings_of(chosen).get("new") or {}).get("template", "") if chosen in namespaces else ""
-        return page("new.html", person=person, namespaces=namespaces, chosen=chosen, name=request.args.get("name", ""),
-                    body=template, title="New page", page_title="")  # fmt: skip
+        return page("new.html", person=person, namespaces=namespaces, chosen=chosen, name=request.args.get("name") or name,
+                    body=template, title="New page", page_title="", pattern=pattern)  # fmt: skip
     check_csrf()
     name = request.form.get("name", "").strip().strip("/")
     title = request.form.get("title", "").strip()
     body = request.form.get("body", "").replace("\r\n", "\n")
-    slug = f"{chosen}/{name}"
     try:
-        wiki.save_page(slug, None, body, title or name.rsplit("/", 1)[-1], _tags(request.form.get("tags", "")))
+        slug = f"{chosen}/{name}" if name else wiki.new_page(chosen, title)["slug"]
+        if not slug:
+            raise ValidationError("is empty; give the page a name or a title", field="name")
+        wiki.save_page(slug, None, body, title or slug.rsplit("/", 1)[-1], _tags(request.form.get("tags", "")))
     except HostcoreError as exc:
         return page("new.html", person=person, namespaces=namespaces, chosen=chosen, name=name, body=body,
-                    title="New page", page_title=title, error=str(exc)), 400  # fmt: skip
+                    title="New page", page_title=title, pattern=pattern, error=str(exc)), 400  # fmt: skip
     return redirect(render.page_href(slug))
 
 

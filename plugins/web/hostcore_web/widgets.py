@@ -6,24 +6,25 @@ namespace of thousands of pages costs one indexed query, on the first request as
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 from urllib.parse import quote
 
 from hostcore import Principal
 
+from .dates import month_view, newest_entries
+
 DEFAULT_WIDGETS = ["pages", "pinned", "tags", "log"]
 WIDGET_TITLES = {
     "pages": "Pages", "namespaces": "Namespaces", "pinned": "Pinned", "tags": "Tags", "log": "Recent changes",
     "health": "Health", "calendar": "Calendar", "writing-stats": "Writing", "page-meta": "About this page",
-    "backlinks": "Links here", "prev-entries": "Latest entries",
+    "backlinks": "Links here", "prev-entries": "Previous entries",
 }  # fmt: skip
 Fact = Mapping[str, Any]  # a page's facts (service.page_facts): slug, title, hash, changed, tags, pin
-_DATE = re.compile(r"(\d{4})-(\d{2})-\d{2}")
 
 
 PAGES_SHOWN = 500
@@ -78,8 +79,11 @@ def entries_of(facts: list[Fact]) -> list[Entry]:
     return [Entry(f["slug"], f["title"], f["changed"], tuple(f["tags"]), f["pin"]) for f in facts]
 
 
-def build(host: Any, reader: Principal, namespace: str, settings: dict[str, Any], index_slug: str) -> list[Widget]:
-    """The namespace's widgets, in its ``widgets`` order (the default set when empty)."""
+def build(
+    host: Any, reader: Principal, namespace: str, settings: dict[str, Any], index_slug: str, month: str | None = None
+) -> list[Widget]:
+    """The namespace's widgets, in its ``widgets`` order (the default set when empty); ``month``
+    (YYYY-MM) is the one the calendar shows."""
     wiki = host.wiki(reader)
     names = [w for w in settings.get("widgets") or DEFAULT_WIDGETS if w in WIDGET_TITLES]
     facts = wiki.page_facts(namespace)
@@ -101,12 +105,7 @@ def build(host: Any, reader: Principal, namespace: str, settings: dict[str, Any]
         elif name == "health":
             widget.data = wiki.health(namespace)
         elif name == "calendar":
-            months: Counter[str] = Counter()
-            for f in facts:
-                m = _DATE.search(f["slug"])
-                if m:
-                    months[f"{m.group(1)}-{m.group(2)}"] += 1
-            widget.data = sorted(months.items(), reverse=True)[:24]
+            widget.data = month_view(entries_of(facts), month, date.today())
         elif name == "writing-stats":
             now = time.time()
             widget.data = {
@@ -119,6 +118,6 @@ def build(host: Any, reader: Principal, namespace: str, settings: dict[str, Any]
         elif name == "backlinks":
             widget.data = wiki.backlinks(index_slug)["backlinks"] if any(f["slug"] == index_slug for f in facts) else []
         elif name == "prev-entries":
-            widget.data = entries_of(sorted(facts, key=lambda f: f["changed"], reverse=True)[:10])
+            widget.data = newest_entries(entries_of(facts))
         out.append(widget)
     return out

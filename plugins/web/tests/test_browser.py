@@ -4,13 +4,19 @@ accounts, web). Screenshots go to test-artifacts/web-*.png (docs/web.md shows th
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
+import secrets
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -18,6 +24,9 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from hostcore import SYSTEM, create_app
 from hostcore.testing import cli, create_token, start_server, stop_process_group
+from hostcore.testing.documents import png_image
+
+from .test_export import plain_server
 
 GUIDE = """# Guide
 
@@ -39,11 +48,17 @@ graph LR
 """
 
 
+TODAY = date.today()
+EARLIER = [TODAY.replace(day=1) if TODAY.day > 1 else TODAY - timedelta(days=1), TODAY.replace(day=1) - timedelta(days=3)]
+"""Journal entries: earlier this month (or yesterday, on the 1st) and last month; today's is made in a test."""
+
+
 @dataclass
 class Served:
     base: str
     password: str
     token: str  # an admin token made on the command line, for changes "by someone else"
+    instance: Path
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +71,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     admin = host.wiki(SYSTEM)
     admin.save_namespace("notes", admin.read_namespace("notes")["hash"], title="Team notes", description="How we work",
                          widgets=["pinned", "pages", "tags", "log", "health"], tree=["guide", "setup"])  # fmt: skip
-    admin.save_namespace("pub", title="The Gazette", public=True, skin="newsprint", palette="flexoki")
+    admin.save_namespace("pub", title="The Gazette", public=True, skin="newsprint", palette="flexoki",
+                         description="News for everyone")  # fmt: skip
     index = admin.list_pages("notes")["pages"]
     hash_ = admin.read_page("notes/index")["hash"] if any(p["slug"] == "notes/index" for p in index) else None
     admin.save_page("notes/index", hash_, body="Welcome. Start at [[guide]].", title="Team notes")
@@ -64,12 +80,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     admin.save_page("notes/setup", body="# Setup\n\nInstall **hostcore**, then read [[guide]].", title="Setup", tags=["howto"])
     admin.save_page("notes/race", body="Line one.\nLine two.\n", title="Race")
     admin.save_page("pub/index", body="# Front page\n\nNews for everyone. See [[weather]].", title="The Gazette")
-    admin.save_page("pub/weather", body="Sunny, with a chance of **wiki**.", title="Weather")
+    admin.save_page("pub/weather", body="Sunny, with a chance of **wiki**.\n\n![The forecast](/_/files/pub/weather/map.png)",
+                    title="Weather")  # fmt: skip
+    for slug, filename, image in [("pub/index", "hero.png", png_image(960, 160)), ("pub/weather", "map.png", png_image(240, 120, (20, 120, 220), (250, 250, 250)))]:  # fmt: skip
+        admin.complete_upload(admin.upload_attachment(slug, filename)["upload_url"].rsplit("/", 1)[1], image)
+    admin.save_namespace("pub", admin.read_namespace("pub")["hash"], image="index/hero.png")
+    admin.save_namespace("journal", title="Journal", widgets=["calendar", "prev-entries", "writing-stats"],
+                         new={"template": "## Done\n\n## Next\n", "slug": "{date}"})  # fmt: skip
+    for day in EARLIER:
+        admin.save_page(f"journal/{day.isoformat()}", body=f"## Done\n\nWrote on {day:%A}.\n", title=f"{day:%A %-d %B}")
     host.close()
     token = create_token(instance, "other-writer", ["admin"])
     proc, base, _port, _log = start_server(instance)
     try:
-        yield Served(base, password, token)
+        yield Served(base, password, token, instance)
     finally:
         stop_process_group(proc)
 
@@ -98,13 +122,24 @@ def sign_in(browser: Any, served: Served, next_path: str = "/") -> None:
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
 
 
+def loaded(browser: Any, selector: str) -> int:
+    """The natural width of the image ``selector`` finds once it has loaded (0: it did not load)."""
+    return WebDriverWait(browser, 10).until(lambda d: d.execute_script(
+        "const i = document.querySelector(arguments[0]); return i && i.complete ? i.naturalWidth || -1 : 0;", selector))  # fmt: skip
+
+
 def test_a_public_namespace_reads_signed_out_and_a_private_one_refuses(browser, served):
     browser.get(served.base + "/pub/")
     assert "News for everyone" in browser.find_element(By.TAG_NAME, "main").text
     assert "skin-newsprint" in browser.find_element(By.TAG_NAME, "body").get_attribute("class")
+    assert loaded(browser, "img.ns-banner") == 960 and loaded(browser, "img.ns-logo") == 960  # the namespace's image
     browser.screenshot("web-public-namespace")
     browser.get(served.base + "/pub/weather")
     assert browser.find_element(By.TAG_NAME, "h1").text.upper() == "WEATHER"
+    assert loaded(browser, ".body img") == 240  # an attachment shown in the page, to a visitor of a public namespace
+    og = browser.find_element(By.CSS_SELECTOR, "meta[property='og:image']").get_attribute("content")
+    assert og == served.base + "/_/web/files/pub/weather/map.png"  # the page's own image is its link preview
+    browser.screenshot("web-public-page")
     assert not browser.find_elements(By.LINK_TEXT, "Edit")
     browser.get(served.base + "/notes/guide")
     assert browser.current_url.startswith(served.base + "/_/login?next=")
@@ -235,3 +270,69 @@ def test_screens_for_the_docs(browser, served):
         browser.get(served.base + path)
         assert browser.find_element(By.TAG_NAME, "h1").text
         browser.screenshot(name)
+
+
+def test_a_journal_new_page_named_by_new_slug_lands_on_the_calendar(browser, served):
+    sign_in(browser, served, "/_/new?namespace=journal")
+    assert browser.find_element(By.ID, "name").get_attribute("value") == TODAY.isoformat()  # new.slug = "{date}"
+    assert "## Done" in browser.find_element(By.ID, "body").get_attribute("value")  # new.template
+    browser.find_element(By.ID, "title").send_keys("Today")
+    browser.screenshot("web-new-journal")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.editor button[type=submit]"))
+    assert browser.current_url == f"{served.base}/journal/{TODAY.isoformat()}"
+    browser.get(served.base + "/journal/")
+    calendar = browser.find_element(By.CSS_SELECTOR, ".widget-calendar")
+    assert calendar.find_element(By.TAG_NAME, "caption").text == f"{TODAY:%B %Y}"
+    today = calendar.find_element(By.CSS_SELECTOR, "td.today a")
+    assert today.text == str(TODAY.day) and today.get_attribute("title") == "Today"
+    browser.screenshot("web-calendar")
+    browser.click_and_wait(calendar.find_element(By.CSS_SELECTOR, "a[rel=prev]"))
+    assert browser.find_element(By.CSS_SELECTOR, ".widget-calendar caption").text == f"{EARLIER[1]:%B %Y}"
+    entry = browser.find_element(By.CSS_SELECTOR, f".widget-calendar a[href='/journal/{EARLIER[1].isoformat()}']")
+    browser.click_and_wait(entry)
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"{EARLIER[1]:%A %-d %B}"
+
+
+def test_the_sign_in_consent_and_connected_apps_pages(browser, served):
+    """The accounts and oauth plugins' pages a person reaches, for docs/web.md."""
+    redirect = "http://127.0.0.1:9/callback"  # nothing listens there: the browser stops at the redirect
+    request = urllib.request.Request(served.base + "/_/oauth/register", json.dumps({
+        "client_name": "Notes Assistant", "redirect_uris": [redirect], "token_endpoint_auth_method": "none"}).encode(),
+        headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as response:
+        client_id = json.loads(response.read())["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    authorize = "/_/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect, "state": "s", "scope": "read write",
+        "resource": served.base + "/_/mcp", "code_challenge": challenge, "code_challenge_method": "S256"})  # fmt: skip
+    browser.get(served.base + authorize)
+    assert browser.current_url.startswith(served.base + "/_/login?next=")
+    browser.screenshot("web-login")
+    browser.find_element(By.ID, "name").send_keys("admin")
+    browser.find_element(By.ID, "password").send_keys(served.password)
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    assert browser.find_element(By.ID, "app-name").text == "Notes Assistant"
+    browser.screenshot("web-authorize")
+    browser.find_element(By.ID, "approve").click()
+    WebDriverWait(browser, 15).until(lambda d: d.current_url.startswith(redirect))
+    code = parse_qs(urlsplit(browser.current_url).query)["code"][0]
+    exchange = urlencode({"grant_type": "authorization_code", "client_id": client_id, "code": code, "redirect_uri": redirect,
+                          "code_verifier": verifier, "resource": served.base + "/_/mcp"}).encode()  # fmt: skip
+    with urllib.request.urlopen(urllib.request.Request(served.base + "/_/oauth/token", exchange), timeout=30) as response:
+        assert json.loads(response.read())["access_token"]
+    browser.get(served.base + "/_/apps")
+    assert "Notes Assistant" in browser.find_element(By.CSS_SELECTOR, "section.app").text
+    browser.screenshot("web-apps")
+
+
+def test_an_exported_namespace_in_a_browser_from_a_plain_web_server(browser, served, tmp_path):
+    cli(served.instance, "export-site", "--namespace", "pub", "--out", str(tmp_path / "site"))
+    with plain_server(tmp_path / "site" / "pub") as base:
+        browser.get(base + "/")
+        assert "News for everyone" in browser.find_element(By.TAG_NAME, "main").text
+        assert loaded(browser, "img.ns-banner") == 960
+        browser.screenshot("web-export")
+        browser.click_and_wait(browser.find_element(By.LINK_TEXT, "Weather"))
+        assert browser.current_url == base + "/weather.html"
+        assert loaded(browser, ".body img") == 240 and loaded(browser, "img.ns-logo") == 960

@@ -15,6 +15,7 @@ PAGE = """# Guide <script>alert(1)</script>
 
 Read [[notes/other]], [[other|the other page]] and [[ghost]]; jump to [[other#Second part]].
 [x](javascript:alert(1)) <img src=x onerror=alert(2)>
+[the report](/_/files/notes/p/report.pdf) and ![a chart](/_/files/notes/p/chart.png)
 
 ```js
 const add = (a, b) => a + b;
@@ -58,11 +59,14 @@ def big(paragraphs: int = 120) -> str:
     return "# Big\n\n" + "".join(f"## Part {n}\n\nText {n} with [[page-{n % 7}]] and `code`.\n\n" for n in range(paragraphs))
 
 
+IMAGES = "First ![one](/_/files/notes/p/one.jpg)\n\n- ![two](/_/files/notes/p/two.png)\n"
+
+
 def same(a, b) -> None:
-    assert (a.html, a.headings, a.mermaid, a.links) == (b.html, b.headings, b.mermaid, b.links)
+    assert (a.html, a.headings, a.mermaid, a.links, a.image) == (b.html, b.headings, b.mermaid, b.links, b.image)
 
 
-@pytest.mark.parametrize("body", [PAGE, ODD, big(), ""])
+@pytest.mark.parametrize("body", [PAGE, ODD, big(), IMAGES, ""])
 @pytest.mark.parametrize("found", [set(), {"notes/other", "notes/one", "notes/page-1", "notes/odd & <\"quoted'> page"}])
 def test_kept_blocks_give_the_html_of_a_full_render(body, found, tmp_path):
     cache = RenderCache(store=BlockStore(tmp_path / "blocks.sqlite"))
@@ -126,8 +130,8 @@ def test_the_block_file_is_only_a_cache(tmp_path):
 def test_the_block_file_drops_its_oldest_blocks_past_its_limit(tmp_path):
     store = BlockStore(tmp_path / "blocks.sqlite", limit=16 * 1000)
     for batch in range(12):
-        store.put({f"{batch}-{n}": "x" * 500 for n in range(4)})
+        store.put({f"{batch}-{n}": ("x" * 500, None) for n in range(4)})
     with sqlite3.connect(tmp_path / "blocks.sqlite") as db:
         size, oldest = db.execute("SELECT total(length(html)), min(key) FROM blocks").fetchone()
     assert size <= 16 * 1000 + 4 * 500 and oldest != "0-0"
-    assert store.get(["11-0"]) == {"11-0": "x" * 500}
+    assert store.get(["11-0"]) == {"11-0": ("x" * 500, None)}

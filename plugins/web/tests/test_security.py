@@ -111,9 +111,11 @@ def test_a_foreign_origin_is_refused(carol, admin):
     "/notes/", "/notes", "/notes/secret", "/notes/nothing", "/nowhere/", "/nowhere/page", "/_/history/notes/secret",
     "/_/diff/notes/secret", "/_/changes/notes", "/_/edit/notes/secret", "/_/move/notes/secret", "/_/delete/notes/secret",
     "/_/new", "/_/account/tokens", "/notes/secret?rev=HEAD", "/notes/secret?section=x", "/team/",
+    "/_/web/files/notes/secret/a.txt", "/_/web/files/nowhere/page/a.txt",
 ])  # fmt: skip
 def test_a_visitor_reaches_nothing_private(visitor, admin, path):
     admin.save_page("notes/secret", body="the secret", title="Secret")
+    admin.complete_upload(admin.upload_attachment("notes/secret", "a.txt")["upload_url"].rsplit("/", 1)[1], b"the secret")
     response = visitor.get(path, follow_redirects=False)
     assert response.status_code in (302, 308, 404), path
     if response.status_code in (302, 308):
@@ -158,3 +160,14 @@ def test_pages_leave_other_routes_under_underscore_alone(carol):
     assert carol.post("/_/upload/notes/x", data={}).status_code == 404
     assert carol.get("/_/nothing/here").status_code == 404
     assert carol.get("/.well-known/nothing/x").status_code == 404
+
+
+def test_an_attachment_that_could_run_script_is_served_inert(carol, admin):
+    admin.save_page("notes/pics", body="![x](/_/files/notes/pics/x.svg) [h](/_/files/notes/pics/h.html)", title="Pics")
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
+    for name, data in [("x.svg", svg), ("h.html", b"<script>alert(1)</script>")]:
+        admin.complete_upload(admin.upload_attachment("notes/pics", name)["upload_url"].rsplit("/", 1)[1], data)
+        served = carol.get(f"/_/web/files/notes/pics/{name}")
+        assert served.data == data and served.headers["Content-Type"] == "text/plain; charset=utf-8"
+        assert served.headers["Content-Disposition"].startswith("attachment")
+        assert "sandbox" in served.headers["Content-Security-Policy"] and served.headers["X-Content-Type-Options"] == "nosniff"
