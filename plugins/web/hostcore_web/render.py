@@ -17,9 +17,10 @@ import sqlite3
 import threading
 import time
 import unicodedata
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html import escape, unescape
 from pathlib import Path
@@ -39,7 +40,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import connect, damaged, recover_sqlite, split_attachment_url, wiki_links
+from hostcore import connect, damaged, file_id, recover_sqlite, split_attachment_url, wiki_links
 
 log = logging.getLogger("hostcore.web")
 
@@ -302,33 +303,52 @@ PAGE_FACTS = ("image",)
 class BlockStore:
     """Blocks' sanitised HTML by key, in a SQLite file in the instance folder: shared by the workers
     and kept across restarts. Only a cache: an error reads as a miss (logged once per store), and
-    the oldest blocks go when they pass ``limit`` bytes. A connection per call: nothing stays open."""
+    the oldest blocks go when they pass ``limit`` bytes. One connection, kept open (closing the last
+    one to a WAL file checkpoints it: milliseconds on every first read of a page) and reopened when
+    the file was set aside."""
 
     def __init__(self, path: Path, limit: int = 256 * 1024 * 1024) -> None:
         self.path, self.limit = path, limit
-        self._ready = False
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
         self._warned = False
         self._added = 0
         self._opened: tuple[int, int] | None = None
+        weakref.finalize(self, BlockStore._close, self.__dict__)
+
+    @staticmethod
+    def _close(state: dict[str, Any]) -> None:
+        if state.get("_conn") is not None:
+            state["_conn"].close()
+            state["_conn"] = None
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        db, self._opened = connect(self.path, timeout=0.2, isolation_level=None)  # busy: skipped, not waited for
-        with closing(db):
-            if not self._ready:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute(
-                    "CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, facts TEXT, made REAL NOT NULL)"
-                )
-                db.execute("CREATE INDEX IF NOT EXISTS blocks_made ON blocks(made)")
-                self._ready = True
-            db.execute("PRAGMA synchronous=OFF")  # a block lost in a crash is rendered again
-            yield db
+        with self._lock:
+            if self._conn is not None and file_id(self.path) != self._opened:  # set aside meanwhile
+                self._close(self.__dict__)
+            if self._conn is None:
+                db, self._opened = connect(self.path, timeout=0.2, isolation_level=None, check_same_thread=False)
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute("PRAGMA synchronous=OFF")  # a block lost in a crash is rendered again
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, facts TEXT, made REAL NOT NULL)"
+                    )
+                    db.execute("CREATE INDEX IF NOT EXISTS blocks_made ON blocks(made)")
+                except BaseException:
+                    db.close()
+                    raise
+                self._conn = db
+            try:
+                yield self._conn  # busy (timeout 0.2 s): skipped, not waited for
+            except BaseException:
+                self._close(self.__dict__)
+                raise
 
     def _failed(self, exc: Exception) -> None:
         if damaged(exc):  # set aside (never checked at start-up: the file changes all the time), made anew at next use
             recover_sqlite(self.path, "rendered blocks", error=exc, opened=self._opened)
-            self._ready = False
         elif not self._warned:
             self._warned = True
             log.warning("rendered blocks in %s: %s (pages are rendered again meanwhile)", self.path, exc)
