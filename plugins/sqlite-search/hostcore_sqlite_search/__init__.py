@@ -23,6 +23,10 @@ Cost: matching is cheap; bm25 costs about a microsecond a row, so a query matchi
 pages ranks a capped candidate set instead of every match (:mod:`.ranking` says which, and why
 paging stays exact). At 50,000 pages the whole search call took p50 5.6 / p95 10 ms of CPU, against
 9 / 50 ms when every match was ranked (``bench/search_engines.py``, both measured in one run).
+Each backend remembers the ranked candidates of its last ``REMEMBERED`` queries while the index keeps
+its generation (a random value every write stores, read in the search's own snapshot), so the next
+page of a query, or the same query again, skips ranking; per query shape through ``/_/mcp``:
+``bench/search_latency.py``.
 """
 
 from __future__ import annotations

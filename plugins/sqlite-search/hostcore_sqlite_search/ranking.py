@@ -10,8 +10,16 @@ every row that entered the sorter. So:
   walks the doclists backwards by rowid and stops there), plus up to ``TITLE_WINDOW`` of the most
   recent pages whose title holds a word the query looks for (found through the title keys each row
   carries in its ``keys`` column, so the best pages, those with a title match, are not left out
-  because they are old). The remaining matches follow the ranked ones, most recent first, so paging
-  stays exact: every match appears once, whatever the offset.
+  because they are old). The pages whose title holds any word come in one statement; those holding
+  every word are looked for apart only when the others fill ``TITLE_WINDOW``. The remaining matches
+  follow the ranked ones, most recent first, so paging stays exact: every match appears once,
+  whatever the offset.
+- A broad query that scores one word (a term, maybe with tags, namespaces or exclusions) ranks its
+  ``TIER_WINDOW`` most recent title matches first and, while they fill the page asked for, nothing
+  else: with one word, bm25's order does not depend on how common it is and a title match outscores
+  any body match (unless its page is over seven times the average length), so this is the order of
+  the capped set above, with one statement (one pass over the word's doclist) instead of two. A
+  page past the tier adds the ``WINDOW`` most recent other matches after it, best first.
 - Snippets and the title highlight are built for the returned page only, in one statement that
   seeks each of its rows (or reads the page's rowid range once when a prefix has no prefix index,
   since FTS5 would expand it again for every row).
