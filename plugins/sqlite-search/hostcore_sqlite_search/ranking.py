@@ -69,22 +69,24 @@ def candidates(db: sqlite3.Connection, match: str, titled: list[str], *, tiered:
     (all of them, then any); empty when it looks for no word (a tag alone). ``tiered``: the query
     scores one word (bm25's order then does not depend on how common it is, and a title match ranks
     above any body match); a broad one then ranks its title tier alone while that holds ``need``
-    rows, sparing the window's statement and its pass over the word's doclist.
+    rows, sparing the window's statement and its pass over the word's doclist (when it holds fewer,
+    the plan is that of any other query).
     """
-    if tiered and titled:
-        edge = db.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, WINDOW - 1)).fetchone()
-        if edge is not None:  # broad
-            tier = db.execute(
-                f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (titled[0], TIER_WINDOW)
-            ).fetchall()
-            found = Candidates(sorted(tier, key=_order), None, frozenset(rowid for rowid, _ in tier), tier=True)
-            return found if len(tier) >= need else extend(db, match, found)
+    if tiered and titled and need <= TIER_WINDOW and _holds(db, match, WINDOW) and _holds(db, titled[0], need):  # broad; the tier fills the page
+        sql = f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+        tier = db.execute(sql, (titled[0], TIER_WINDOW)).fetchall()
+        return Candidates(sorted(tier, key=_order), None, frozenset(rowid for rowid, _ in tier), tier=True)
     window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
     if len(window) < WINDOW:
         return Candidates(sorted(window, key=_order), None, frozenset())
     below = window[-1][0]
     titles = _title_matches(db, titled, below)
     return Candidates(sorted([*window, *titles.items()], key=_order), below, frozenset(titles))
+
+
+def _holds(db: sqlite3.Connection, expression: str, count: int) -> bool:
+    """Whether ``expression`` has at least ``count`` matches: read without scoring, and no further."""
+    return db.execute("SELECT 1 FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (expression, count - 1)).fetchone() is not None
 
 
 def extend(db: sqlite3.Connection, match: str, found: Candidates) -> Candidates:
