@@ -68,14 +68,16 @@ def candidates(db: sqlite3.Connection, match: str, titled: list[str], *, tiered:
     ``titled``: ``match`` restricted to pages whose title holds the words it looks for, best first
     (all of them, then any); empty when it looks for no word (a tag alone). ``tiered``: the query
     scores one word (bm25's order then does not depend on how common it is, and a title match ranks
-    above any body match); a broad one then ranks its title tier alone while that holds ``need``
-    rows, sparing the window's statement and its pass over the word's doclist (when it holds fewer,
-    the plan is that of any other query).
+    above any body match): a broad one ranks its title tier first, then the window's other rows,
+    and reads the window only when the tier holds fewer than ``need`` rows, sparing its statement
+    and its pass over the word's doclist. The order never depends on ``need``: a page asked of
+    another process, which remembers nothing, continues the same order.
     """
-    if tiered and titled and need <= TIER_WINDOW and _holds(db, match, WINDOW) and _holds(db, titled[0], need):  # broad; the tier fills the page
+    if tiered and titled and _holds(db, match, WINDOW):  # broad
         sql = f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?"
         tier = db.execute(sql, (titled[0], TIER_WINDOW)).fetchall()
-        return Candidates(sorted(tier, key=_order), None, frozenset(rowid for rowid, _ in tier), tier=True)
+        found = Candidates(sorted(tier, key=_order), None, frozenset(rowid for rowid, _ in tier), tier=True)
+        return found if len(tier) >= need else extend(db, match, found)
     window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
     if len(window) < WINDOW:
         return Candidates(sorted(window, key=_order), None, frozenset())

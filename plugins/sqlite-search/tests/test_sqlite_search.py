@@ -110,6 +110,12 @@ class TestSqliteSearch(SearchConformance):
         assert first == self.uncapped(backend, "word")[:5] == ["n/t0", "n/t1", "n/t2", "n/t3", "n/t4"]
         pages = [self.search(backend, "word", offset=offset, limit=7) for offset in range(0, 72, 7)]
         paged = [slug for page in pages for slug in page]
+        for offset, page in zip(range(0, 72, 7), pages, strict=True):  # another worker, remembering nothing: the same pages
+            fresh = SqliteSearch(backend.root)
+            try:
+                assert self.search(fresh, "word", offset=offset, limit=7) == page
+            finally:
+                fresh.close()
         assert sorted(paged) == sorted(doc.slug for doc in titled + newer)  # every match once, across the tier's end
         assert paged[:12] == self.uncapped(backend, "word")[:12]  # the title matches, best first
         window = {f"n/b{i}" for i in range(20, 60)}  # the 40 most recent matches
