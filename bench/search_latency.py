@@ -18,7 +18,8 @@ word with a common one, phrases, prefixes with and without a prefix index, OR, N
 a namespace argument, a token limited to two namespaces, a second page (asked right after the
 first, unmeasured, as a client pages). Prints p50/p95/p99 of wall
 time and p50/p95 of the serving thread's CPU time per shape and overall, for every variant, the
-ratio to the baseline, how often both return the same first 20 hits, and the machine's load.
+ratio to the baseline, how often both return the same first 20 hits, and the machine's load; then,
+for plain queries, how many of each variant's first 20 hits ranking every match also puts first.
 """
 
 from __future__ import annotations
@@ -195,6 +196,34 @@ class Variant:
         self.proc.wait(timeout=60)
 
 
+def agreement(instance: Path, queries: list[tuple[str, dict[str, Any]]], samples: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+    """Share of each variant's first 20 hits that ranking every match (bm25 over all of them) also
+    puts first, per shape of plain queries (no namespace, first page): what the capped plans cost."""
+    import sqlite3
+
+    from hostcore import parse_query
+    from hostcore_sqlite_search import FORMAT, analyse, compile_match
+    from hostcore_sqlite_search.ranking import SCORE
+
+    db = sqlite3.connect(f"file:{instance / 'search' / f'sqlite-search-v{FORMAT}.db'}?mode=ro", uri=True)
+    sql = f"SELECT pages.slug, {SCORE} AS s FROM fts JOIN pages ON pages.id = fts.rowid WHERE fts MATCH ? ORDER BY s, fts.rowid LIMIT 20"
+    shares: dict[str, dict[str, list[float]]] = {}
+    seen: dict[str, int] = {}
+    for shape, arguments in queries:
+        i = seen[shape] = seen.get(shape, -1) + 1
+        if set(arguments) != {"query"}:
+            continue
+        best = {slug for slug, _ in db.execute(sql, (compile_match(parse_query(arguments["query"], analyse)),))}
+        for name, by_shape in samples.items():
+            hits = by_shape[shape][i]["hits"]
+            if best:
+                shares.setdefault(shape, {}).setdefault(name, []).append(len(best & set(hits)) / len(best))
+    db.close()
+    print("\nfirst 20 hits also first 20 when every match is ranked (plain queries):")
+    for shape, by_name in shares.items():
+        print(f"  {shape:24}" + "".join(f"  {name[:12]:>12} {statistics.mean(v):5.0%}" for name, v in by_name.items()))
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
@@ -266,6 +295,7 @@ def main() -> None:
                     variant.ask({k: v for k, v in arguments.items() if k != "offset"})
                 samples[variant.name].setdefault(shape, []).append(variant.ask(dict(arguments)))
         report([v.name for v in variants], samples, (f"{load_before:.1f}", f"{os.getloadavg()[0]:.1f}"))
+        agreement(instance, queries, samples)
     finally:
         for variant in variants:
             variant.close()
