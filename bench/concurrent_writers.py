@@ -17,9 +17,9 @@ with git that the branch gained exactly one commit per acknowledged write and th
 its writer's last acknowledged body. Prints figures only; it never asserts timings.
 
 ``--env KEY=VALUE`` passes environment variables to the server (a ``HOSTCORE_*`` setting).
-``--compare REV [--rounds N]`` measures the baseline in the same run: it serves the git plugin of
-revision REV (``git archive``, on ``PYTHONPATH``) and this tree's in turns, N times each, each on a
-fresh instance, and prints both and their ratio (the machine's load changes from minute to minute,
+``--compare REV [--rounds N]`` measures the baseline in the same run: it serves revision REV (its
+core and plugins, ``git archive``, ahead on ``PYTHONPATH``) and this tree in turns, N times each,
+each on a fresh instance, and prints both and their ratio (the machine's load changes from minute to minute,
 so figures from separate runs do not compare). ``--threads`` sets gunicorn's threads per worker.
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
@@ -181,7 +182,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None, help="per worker (default: hostcore serve's)")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server")
-    parser.add_argument("--compare", metavar="REV", help="also serve the git plugin of git revision REV, in turns with this one")
+    parser.add_argument("--compare", metavar="REV", help="also serve git revision REV (core and plugins), in turns with this tree")
     parser.add_argument("--rounds", type=int, default=1, help="with --compare: turns each")
     args = parser.parse_args()
     # The writers share one token: per-principal rate limits would measure the limiter, not the storage.
@@ -191,9 +192,11 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-rev-") as old:
         root = Path(__file__).resolve().parent.parent
-        archive = subprocess.run(["git", "-C", str(root), "archive", args.compare, "plugins/git"], capture_output=True, check=True).stdout
+        archive = subprocess.run(["git", "-C", str(root), "archive", args.compare, "hostcore", "plugins"], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
-        variants = {"this tree": env, args.compare: env | {"PYTHONPATH": f"{old}/plugins/git"}}
+        # The core and every plugin of REV ahead of the installed (editable) ones on the path.
+        path = os.pathsep.join([old, *sorted(str(p) for p in Path(old, "plugins").iterdir() if p.is_dir())])
+        variants = {"this tree": env, args.compare: env | {"PYTHONPATH": path}}
         results: dict[str, list[tuple[float, float, float, list[float]]]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, variant_env in variants.items():

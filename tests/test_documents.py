@@ -8,6 +8,7 @@ once per test process); a small hashing embedder where a test is about the seam,
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -226,6 +227,43 @@ def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path):
         assert index.status() == {"embedder": "hashing", "documents": 6, "passages": 6, "pending": 0}
     finally:
         index.close()
+        host.close()
+
+
+def test_a_stream_of_saves_is_indexed_once_per_round(tmp_path):
+    """While changes keep coming, a round of indexing starts at most every round_seconds: a page
+    saved again and again meanwhile is embedded once for the round, in its last version."""
+    host = make_host(tmp_path / "instance", EMBEDDER="hashing")
+    passages = host.passages
+    assert passages is not None
+    embedded: list[str] = []  # every text the embedder was given
+    embed = passages.embedder.embed
+
+    def recording(texts: list[str]) -> Vectors:
+        embedded.extend(texts)
+        return embed(texts)
+
+    passages.embedder.embed = recording  # type: ignore[method-assign]
+    try:
+        admin = host.wiki(SYSTEM)
+        admin.save_namespace("notes", title="Notes")
+        page = admin.save_page("notes/p", body="version zero")
+        indexed(host)
+        passages.round_seconds = 60.0
+        page = admin.save_page("notes/p", body="version one", basehash=page["hash"])  # after a quiet spell: at once
+        for _ in range(100):
+            if passages.pending() == 0:
+                break
+            time.sleep(0.05)
+        assert passages.pending() == 0 and embedded[-1].endswith("version one")
+        for n in ("two", "three", "four"):
+            page = admin.save_page("notes/p", body=f"version {n}", basehash=page["hash"])
+        time.sleep(0.5)
+        assert passages.pending() == 1  # the next round is due a minute after the last one started
+        before = len(embedded)
+        passages.wait()  # takes the due round now
+        assert passages.pending() == 0 and [t.rsplit(" ", 1)[1] for t in embedded[before:]] == ["four"]
+    finally:
         host.close()
 
 

@@ -1,5 +1,7 @@
 """Each hook, implemented by a test plugin, is called as documented."""
 
+import threading
+
 import pytest
 from click.testing import CliRunner
 from flask import jsonify
@@ -218,6 +220,27 @@ def test_hook_register_tools(tmp_path):
     assert host.tools["shout"] is shout
     result = mcp_post(app.test_client(), "tools/call", {"name": "shout", "arguments": {"slug": "notes/a"}})
     assert result["result"]["structuredContent"] == {"title": "QUIET"}
+
+
+@tool(scope="read", read_only=False)
+def note_thread(slug: str, *, wiki) -> dict:
+    """Record which thread runs a tool that is not read-only. slug: namespace/page."""
+    return {"thread": threading.get_ident()}
+
+
+def test_write_tools_run_on_the_request_thread(tmp_path):
+    """A sync write tool runs on the request's own loop (its gunicorn thread), with no hop to a
+    worker thread and back."""
+
+    class Contribution:
+        @hookimpl
+        def register_tools(self, register):
+            register(note_thread)
+
+    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Contribution(), Recorder()])
+    result = mcp_post(app.test_client(), "tools/call", {"name": "note_thread", "arguments": {"slug": "notes/a"}})
+    assert result["result"]["structuredContent"] == {"thread": threading.get_ident()}
+    app.extensions["hostcore"].close()
 
 
 class MemoryStorage(Storage):

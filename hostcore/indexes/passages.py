@@ -12,7 +12,10 @@ It is derived state, kept off the request path: a background thread of each proc
 (:meth:`PassageIndex.kick`, after every page event, upload and search) compares storage's files
 with what is indexed and indexes what differs in bounded steps (:data:`STEP_DOCUMENTS` documents
 a step, one transaction each, under ``passages.lock`` so one process indexes at a time); searches
-answer from what is indexed meanwhile and say how many documents are pending. A damaged file is
+answer from what is indexed meanwhile and say how many documents are pending. Under a stream of
+changes a round of indexing starts at most every :data:`ROUND_SECONDS`, so a page saved again and
+again meanwhile is embedded once per round, not once per save (a change after a quiet spell is
+taken at once). A damaged file is
 set aside and a deleted one recreated; either way it fills again from storage.
 """
 
@@ -25,6 +28,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +55,7 @@ MODES: tuple[Mode, ...] = ("keyword", "meaning")
 CHUNK_CHARS = 600  # a static embedding averages its words: short passages keep their meaning sharp
 MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a longer text is not indexed
 STEP_DOCUMENTS = 16  # documents indexed in one bounded step
+ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
 CANDIDATES = 100  # passages taken from each ranking into the fusion
 RRF_K = 60  # reciprocal rank fusion: score = sum of 1 / (RRF_K + rank)
 MAX_QUERY_WORDS = 32
@@ -202,10 +207,12 @@ class PassageIndex:
         self.embedder = embedder
         self.signature = f"{embedder.name}/{embedder.dimensions}"
         self._local = threading.local()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self._again = False
+        self._hurry = False  # wait() or close(): take the next round now
         self._closed = False
+        self.round_seconds = ROUND_SECONDS
         self._plan: tuple[tuple[object, ...], tuple[list[str], list[str], dict[str, tuple[str, Kind, str, str]]]] | None = None
         self._matrix: tuple[tuple[tuple[int, int] | None, str], _Matrix] | None = None
 
@@ -222,6 +229,7 @@ class PassageIndex:
             db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             if opened is not None or not existed:  # writable, not a full disk's read-only snapshot
                 db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")  # derived: what a power cut loses is indexed again
                 db.executescript(_SCHEMA)
                 opened = file_id(self.path)
             self._local.db, self._local.opened = db, opened
@@ -390,10 +398,11 @@ class PassageIndex:
         while True:
             with self._lock:
                 if not self._again or self._closed:
-                    self._thread = None
+                    self._thread, self._hurry = None, False
                     self._close_connection()
                     return
                 self._again = False
+            started = time.monotonic()
             try:
                 while not self._closed and self.step():
                     pass
@@ -402,12 +411,18 @@ class PassageIndex:
                 self._again = True
             except Exception:
                 log.exception("passage index: indexing failed; it is tried again at the next change or search")
+            with self._lock:  # the next round, if kicked meanwhile, once round_seconds have passed
+                while not (self._closed or self._hurry) and (left := started + self.round_seconds - time.monotonic()) > 0:
+                    self._lock.wait(left)
 
     def wait(self) -> None:
-        """Wait until this process's background indexing has nothing left to do."""
+        """Wait until this process's background indexing has nothing left to do (a round due
+        later is taken now)."""
         while True:
             with self._lock:
                 thread = self._thread
+                self._hurry = thread is not None
+                self._lock.notify_all()
             if thread is None:
                 return
             thread.join()
@@ -533,6 +548,7 @@ class PassageIndex:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            self._lock.notify_all()
             thread = self._thread
         if thread is not None:
             thread.join()

@@ -23,6 +23,10 @@ Cost: matching is cheap; bm25 costs about a microsecond a row, so a query matchi
 pages ranks a capped candidate set instead of every match (:mod:`.ranking` says which, and why
 paging stays exact). At 50,000 pages the whole search call took p50 5.6 / p95 10 ms of CPU, against
 9 / 50 ms when every match was ranked (``bench/search_engines.py``, both measured in one run).
+Each backend remembers the ranked candidates of its last ``REMEMBERED`` queries while the index keeps
+its generation (a random value every write stores, read in the search's own snapshot), so the next
+page of a query, or the same query again, skips ranking; per query shape through ``/_/mcp``:
+``bench/search_latency.py``.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ import sqlite3
 import threading
 import time
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +68,7 @@ from hostcore import (
     recover_sqlite,
 )
 
-from .ranking import END, START, page_rows, rank
+from .ranking import END, START, Candidates, candidates, extend, page_rows, rank
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +107,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 # The storage version the index reflects (one row, key "storage_version"); made on first use, so
 # files built before it need no rebuild.
 META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+# Every write gives the index a new random generation (key "generation" in meta): what a process
+# remembers of a query holds while the generation it read it at is the file's.
+NEW_GENERATION = "INSERT OR REPLACE INTO meta(key, value) VALUES('generation', lower(hex(randomblob(8))))"
+REMEMBERED = 32  # queries whose ranked candidates a backend keeps (LRU), for paging and asking again
 
 
 def _clean(text: str) -> str:
@@ -196,10 +205,23 @@ class SqliteSearch(SearchBackend):
         self._guard = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
+        self._remembered: OrderedDict[tuple[str, str, tuple[str, ...]], Candidates] = OrderedDict()  # (generation, match, titled)
         if recover_sqlite(self.path, "search index"):
             self.rebuild.start()
-        with self._connection():
-            pass
+        with self._connection() as db:
+            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() or not db.execute(
+                "SELECT 1 FROM meta WHERE key = 'generation'"
+            ).fetchone():
+                self._first_generation()
+
+    def _first_generation(self) -> None:
+        """Give a file made before generations one, so searches remember what they ranked."""
+        try:
+            with self._write() as db:
+                db.execute(META)
+                db.execute(NEW_GENERATION.replace("INSERT OR REPLACE", "INSERT OR IGNORE"))
+        except (sqlite3.Error, Unavailable) as exc:  # a read-only snapshot (full disk): searches rank afresh
+            log.info("search index: no generation recorded (%s); searches are not remembered", exc)
 
     # connections: a small pool, one connection per concurrent thread, all closed by close()
 
@@ -307,6 +329,8 @@ class SqliteSearch(SearchBackend):
             for doc in docs:
                 self._delete(db, doc.slug)
                 self._insert(db, doc)
+            db.execute(META)
+            db.execute(NEW_GENERATION)
 
     @staticmethod
     def _delete(db: sqlite3.Connection, slug: str) -> None:
@@ -339,6 +363,7 @@ class SqliteSearch(SearchBackend):
             db.execute("DELETE FROM fts")
             db.execute(META)
             db.execute("DELETE FROM meta")
+            db.execute(NEW_GENERATION)
 
     def storage_version(self) -> str | None:
         with self._connection() as db:
@@ -375,19 +400,56 @@ class SqliteSearch(SearchBackend):
             match = f"({match}) AND keys : (" + " OR ".join(_quoted(_key("n", ns)) for ns in sorted(namespaces)) + ")"
         titled = [f"({match}) AND {title_match}" for title_match in compile_title_matches(node)]
         with self._connection() as db:
+            db.execute("BEGIN")  # one snapshot: the generation read is the one ranked
             try:
-                ranked, more = rank(db, match, titled, offset, limit)
+                leaves = list(positive_leaves(node))
+                tiered = len(leaves) == 1 and isinstance(leaves[0], Term)
+                found = self._candidates(db, match, titled, tiered, offset + limit + 1)
+                ranked, more = rank(db, match, found, offset, limit)
                 rows = page_rows(db, match, [rowid for rowid, _ in ranked], one_pass=expands_prefix(node))
-            except sqlite3.OperationalError as exc:  # not expected: compile_match quotes every word
-                if "fts5" not in str(exc):
+            except BaseException as exc:
+                if db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                if not isinstance(exc, sqlite3.OperationalError) or "fts5" not in str(exc):
                     raise
+                # not expected: compile_match quotes every word
                 log.warning("sqlite search: FTS5 rejected %r compiled from %r: %s", match, query, exc)
                 raise ValidationError("could not be understood; use plain words", field="query") from exc
+            db.execute("COMMIT")
         hits = []
         for rowid, score in ranked:
             slug, title, tags, snippet, marked_title = rows[rowid]
             hits.append(SearchHit(slug, title, tuple(json.loads(tags)), _snippet(snippet, marked_title), -float(score)))
         return SearchResults(hits, more)
+
+    def _candidates(self, db: sqlite3.Connection, match: str, titled: list[str], tiered: bool, need: int) -> Candidates:
+        """The ranked candidates of ``match``, at least ``need`` of them when it has that many
+        (:func:`.ranking.candidates`), remembered while the index keeps its generation."""
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            row = None
+        if row is None:  # a file no write of this version touched yet: nothing tells its states apart
+            return candidates(db, match, titled, tiered=tiered, need=need)
+        key = (row[0], match, tuple(titled))
+        with self._guard:
+            found = self._remembered.get(key)
+            if found is not None:
+                self._remembered.move_to_end(key)
+        if found is None:
+            found = candidates(db, match, titled, tiered=tiered, need=need)
+        elif found.tier and need > len(found.ranked):
+            found = extend(db, match, found)
+        else:
+            return found
+        with self._guard:
+            self._remembered[key] = found
+            while len(self._remembered) > REMEMBERED:
+                self._remembered.popitem(last=False)
+        return found
 
     def hashes(self) -> dict[str, str]:
         with self._connection() as db:

@@ -10,8 +10,16 @@ every row that entered the sorter. So:
   walks the doclists backwards by rowid and stops there), plus up to ``TITLE_WINDOW`` of the most
   recent pages whose title holds a word the query looks for (found through the title keys each row
   carries in its ``keys`` column, so the best pages, those with a title match, are not left out
-  because they are old). The remaining matches follow the ranked ones, most recent first, so paging
-  stays exact: every match appears once, whatever the offset.
+  because they are old). The pages whose title holds any word come in one statement; those holding
+  every word are looked for apart only when the others fill ``TITLE_WINDOW``. The remaining matches
+  follow the ranked ones, most recent first, so paging stays exact: every match appears once,
+  whatever the offset.
+- A broad query that scores one word (a term, maybe with tags, namespaces or exclusions) ranks its
+  ``TIER_WINDOW`` most recent title matches first and, while they fill the page asked for, nothing
+  else: with one word, bm25's order does not depend on how common it is and a title match outscores
+  any body match (unless its page is over seven times the average length), so this is the order of
+  the capped set above, with one statement (one pass over the word's doclist) instead of two. A
+  page past the tier adds the ``WINDOW`` most recent other matches after it, best first.
 - Snippets and the title highlight are built for the returned page only, in one statement that
   seeks each of its rows (or reads the page's rowid range once when a prefix has no prefix index,
   since FTS5 would expand it again for every row).
@@ -23,6 +31,7 @@ words in ``keys`` add a few tokens to each page's length, which bm25 normalises 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 
 TITLE_BOOST = 8.0
 TAGS_WEIGHT = 4.0
@@ -32,6 +41,7 @@ TAGS_WEIGHT = 4.0
 SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0)"
 WINDOW = 1000  # a query matching more pages ranks its most recent WINDOW matches...
 TITLE_WINDOW = 1000  # ...and up to this many (most recent) older title matches
+TIER_WINDOW = 1500  # a one-word query ranks this many of its most recent title matches (see ``candidates``)
 SNIPPET_TOKENS = 32  # FTS5 cuts snippets by tokens: about 200 characters of ordinary text
 START, END = "\x02", "\x03"  # match markers FTS5 puts around hits; swapped for <mark> after escaping
 
@@ -42,39 +52,84 @@ def _order(row: Row) -> tuple[float, int]:
     return row[1], row[0]
 
 
-def rank(db: sqlite3.Connection, match: str, titled: list[str], offset: int, limit: int) -> tuple[list[Row], bool]:
-    """The ``limit`` best (rowid, score) after ``offset`` for ``match``, and whether more follow.
+@dataclass(frozen=True)
+class Candidates:
+    """What a query ranks before paging: its candidates best first, and where the unranked matches start."""
+
+    ranked: list[Row]  # best first
+    below: int | None  # rowid the unranked matches lie below (None: every match is ranked)
+    titled: frozenset[int]  # ranked rows older than ``below``, skipped when reading the unranked ones
+    tier: bool = False  # only the title tier so far: ``extend`` adds the recent window after it
+
+
+def candidates(db: sqlite3.Connection, match: str, titled: list[str], *, tiered: bool = False, need: int = 0) -> Candidates:
+    """The ranked candidates of ``match`` (every match when at most WINDOW).
 
     ``titled``: ``match`` restricted to pages whose title holds the words it looks for, best first
-    (all of them, then any); empty when it looks for no word (a tag alone).
+    (all of them, then any); empty when it looks for no word (a tag alone). ``tiered``: the query
+    scores one word (bm25's order then does not depend on how common it is, and a title match ranks
+    above any body match): a broad one ranks its title tier first, then the window's other rows,
+    and reads the window only when the tier holds fewer than ``need`` rows, sparing its statement
+    and its pass over the word's doclist. The order never depends on ``need``: a page asked of
+    another process, which remembers nothing, continues the same order.
     """
+    if tiered and titled and _holds(db, match, WINDOW):  # broad
+        sql = f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?"
+        tier = db.execute(sql, (titled[0], TIER_WINDOW)).fetchall()
+        found = Candidates(sorted(tier, key=_order), None, frozenset(rowid for rowid, _ in tier), tier=True)
+        return found if len(tier) >= need else extend(db, match, found)
     window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
-    broad = len(window) == WINDOW
-    titles = _title_matches(db, titled, below=window[-1][0]) if broad else {}
-    ranked = sorted([*window, *titles.items()], key=_order)
-    if broad and offset + limit >= len(ranked):  # paged past the ranked candidates: the others, most recent first
-        ranked += _rest(db, match, window[-1][0], set(titles), offset + limit + 1 - len(ranked))
+    if len(window) < WINDOW:
+        return Candidates(sorted(window, key=_order), None, frozenset())
+    below = window[-1][0]
+    titles = _title_matches(db, titled, below)
+    return Candidates(sorted([*window, *titles.items()], key=_order), below, frozenset(titles))
+
+
+def _holds(db: sqlite3.Connection, expression: str, count: int) -> bool:
+    """Whether ``expression`` has at least ``count`` matches: read without scoring, and no further."""
+    return db.execute("SELECT 1 FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (expression, count - 1)).fetchone() is not None
+
+
+def extend(db: sqlite3.Connection, match: str, found: Candidates) -> Candidates:
+    """A title tier followed by the best of the WINDOW most recent other matches."""
+    window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
+    below = window[-1][0] if len(window) == WINDOW else None
+    others = sorted((row for row in window if row[0] not in found.titled), key=_order)
+    older = frozenset(rowid for rowid in found.titled if below is not None and rowid < below)
+    return Candidates(found.ranked + others, below, older)
+
+
+def rank(db: sqlite3.Connection, match: str, found: Candidates, offset: int, limit: int) -> tuple[list[Row], bool]:
+    """The ``limit`` best (rowid, score) after ``offset`` among ``found`` (the candidates of ``match``), and whether more follow."""
+    if found.tier and offset + limit >= len(found.ranked):
+        found = extend(db, match, found)
+    ranked = found.ranked
+    if found.below is not None and offset + limit >= len(ranked):  # paged past the ranked candidates: the others, most recent first
+        ranked = ranked + _rest(db, match, found.below, found.titled, offset + limit + 1 - len(ranked))
     return ranked[offset : offset + limit], len(ranked) > offset + limit
 
 
 def _title_matches(db: sqlite3.Connection, titled: list[str], below: int) -> dict[int, float]:
-    """Up to TITLE_WINDOW of the most recent title matches older than rowid ``below``, with scores."""
+    """Up to TITLE_WINDOW of the most recent title matches older than rowid ``below``, with scores.
+
+    The pages whose title holds any word come in one statement (each statement that scores rows
+    first counts the documents of every phrase it holds); those holding every word are looked for
+    apart only when there are more than TITLE_WINDOW of the others, so that they are not left out.
+    """
     found: dict[int, float] = {}
-    for expression in titled:
-        if len(found) >= TITLE_WINDOW:
-            break
+    for expression in reversed(titled):  # any word, then (if that was cut short) every word
         rows = db.execute(
             f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
             (expression, below, TITLE_WINDOW),
-        )
-        for rowid, score in rows:
-            if len(found) == TITLE_WINDOW:
-                break
-            found.setdefault(rowid, score)
+        ).fetchall()
+        found.update(rows)
+        if len(rows) < TITLE_WINDOW:
+            break  # every match of this expression is in: so are those of the narrower one
     return found
 
 
-def _rest(db: sqlite3.Connection, match: str, below: int, ranked: set[int], count: int) -> list[Row]:
+def _rest(db: sqlite3.Connection, match: str, below: int, ranked: frozenset[int], count: int) -> list[Row]:
     rows: list[Row] = []
     cursor = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC", (match, below))
     try:

@@ -12,9 +12,10 @@ from hostcore_sqlite_search import (
     compile_match,
     compile_title_matches,
     expands_prefix,
+    ranking,
     register_search_backends,
 )
-from hostcore_sqlite_search.ranking import WINDOW
+from hostcore_sqlite_search.ranking import SCORE, WINDOW
 
 
 class TestSqliteSearch(SearchConformance):
@@ -83,6 +84,98 @@ class TestSqliteSearch(SearchConformance):
         rest = self.search(backend, "word", offset=WINDOW + 2, limit=5)
         assert rest == [f"n/old{i}" for i in range(299, 294, -1)]  # past the ranked ones: most recent first
         assert len(self.search(backend, "word", offset=WINDOW, limit=400)) == 302
+
+    @pytest.fixture
+    def small_windows(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Candidate windows of a few dozen pages, so a small corpus takes the capped plans."""
+        monkeypatch.setattr(ranking, "WINDOW", 40)
+        monkeypatch.setattr(ranking, "TITLE_WINDOW", 10)
+        monkeypatch.setattr(ranking, "TIER_WINDOW", 15)
+
+    @staticmethod
+    def uncapped(backend: SqliteSearch, query: str) -> list[str]:
+        """Every match ranked by the score, best first: what the capped plans stand in for."""
+        with backend._connection() as db:
+            rows = db.execute(
+                f"SELECT pages.slug, {SCORE} AS score FROM fts JOIN pages ON pages.id = fts.rowid WHERE fts MATCH ? ORDER BY score, fts.rowid",
+                (compile_match(parse_query(query, analyse)),),
+            )
+            return [slug for slug, _ in rows]
+
+    def test_one_word_ranks_its_title_tier_first(self, backend: SqliteSearch, small_windows: None) -> None:
+        titled = [SearchDoc(f"n/t{i}", f"Word {'x ' * i}", "word", (), "h") for i in range(12)]  # shorter titles score better
+        newer = [SearchDoc(f"n/b{i}", "Body", "word " + "filler " * (i % 7), (), "h") for i in range(60)]
+        backend.update(titled + newer)
+        first = self.search(backend, "word", limit=5)
+        assert first == self.uncapped(backend, "word")[:5] == ["n/t0", "n/t1", "n/t2", "n/t3", "n/t4"]
+        pages = [self.search(backend, "word", offset=offset, limit=7) for offset in range(0, 72, 7)]
+        paged = [slug for page in pages for slug in page]
+        for offset, page in zip(range(0, 72, 7), pages, strict=True):  # another worker, remembering nothing: the same pages
+            fresh = SqliteSearch(backend.root)
+            try:
+                assert self.search(fresh, "word", offset=offset, limit=7) == page
+            finally:
+                fresh.close()
+        assert sorted(paged) == sorted(doc.slug for doc in titled + newer)  # every match once, across the tier's end
+        assert paged[:12] == self.uncapped(backend, "word")[:12]  # the title matches, best first
+        window = {f"n/b{i}" for i in range(20, 60)}  # the 40 most recent matches
+        assert paged[12:52] == [slug for slug in self.uncapped(backend, "word") if slug in window]  # then the window, best first
+        assert paged[52:] == [f"n/b{i}" for i in range(19, -1, -1)]  # then the others, most recent first
+
+    def test_tier_too_short_for_the_page_takes_the_window(self, backend: SqliteSearch, small_windows: None) -> None:
+        backend.update([SearchDoc("n/old-title", "Word", "word", (), "h")])
+        backend.update([SearchDoc(f"n/b{i}", "Body", "word " + "filler " * (i % 5), (), "h") for i in range(50)])
+        found = backend.search("word", namespaces=None, limit=4)
+        ranked = {"n/old-title"} | {f"n/b{i}" for i in range(10, 50)}  # the title tier, then the 40 most recent matches
+        assert [h.slug for h in found.hits] == [slug for slug in self.uncapped(backend, "word") if slug in ranked][:4]
+        assert [h.slug for h in found.hits] == ["n/old-title", "n/b10", "n/b15", "n/b20"]
+        assert found.more
+
+    def test_rare_word_with_common_one_finds_the_best_old_page(self, backend: SqliteSearch, small_windows: None) -> None:
+        """A capped candidate set still returns the best hits of a rare word beside a common one."""
+        rare = [SearchDoc(f"n/r{i}", "Page", "common " + "zephyr " * (3 - i) + "filler " * 5, (), "h") for i in range(3)]
+        backend.update(rare + [SearchDoc(f"n/c{i}", "Page", "common filler", (), "h") for i in range(100)])  # rare pages are the oldest
+        assert self.search(backend, "common zephyr") == self.uncapped(backend, "common zephyr") == ["n/r0", "n/r1", "n/r2"]
+        assert self.search(backend, "zephyr common", limit=1) == ["n/r0"]
+
+    def test_small_corpus_ranks_as_every_match(self, backend: SqliteSearch) -> None:
+        """Under WINDOW matches the capped plans change nothing: the order is that of ranking every match."""
+        words = ["alpha", "beta", "gamma", "delta"]
+        docs = [
+            SearchDoc(f"n/p{i}", " ".join(words[j] for j in range(4) if (i >> j) & 1) or "none", " ".join(words[(i * k) % 4] for k in range(1, i % 9 + 2)), ("t",), "h")
+            for i in range(60)
+        ]
+        backend.update(docs)
+        for query in ["alpha", "alpha beta", "beta OR gamma", '"alpha beta"', "delta -gamma", "gam*", "alpha tag:t"]:
+            assert self.search(backend, query, limit=50) == self.uncapped(backend, query)[:50], query
+
+    def test_remembered_ranking_follows_every_write(self, backend: SqliteSearch, tmp_path: Path, small_windows: None) -> None:
+        backend.update([SearchDoc(f"n/b{i}", "Body", "word filler", (), "h") for i in range(50)])
+        before = self.search(backend, "word", limit=5)
+        assert self.search(backend, "word", limit=5) == before  # asked again: the same (remembered) answer
+        other = SqliteSearch(backend.root)  # another worker process's backend on the same file
+        try:
+            other.update([SearchDoc("n/new", "Word", "word", (), "h")])
+            now = self.search(backend, "word", limit=5)
+            assert now[0] == "n/new" and now != before
+            assert now == self.search(other, "word", limit=5)
+            backend.update([], ["n/new"])
+            assert self.search(other, "word", limit=5) == before
+            assert self.search(backend, "word", offset=5, limit=5) == self.search(other, "word", offset=5, limit=5)
+        finally:
+            other.close()
+
+    def test_file_without_generation_gets_one(self, backend: SqliteSearch) -> None:
+        backend.update([SearchDoc("n/a", "A", "word", (), "h")])
+        with backend._connection() as db:
+            db.execute("DELETE FROM meta WHERE key = 'generation'")  # as a file written before generations
+        reopened = SqliteSearch(backend.root)
+        try:
+            with reopened._connection() as db:
+                assert db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone() is not None
+            assert self.search(reopened, "word") == ["n/a"]
+        finally:
+            reopened.close()
 
     def test_title_matches_compile_to_title_keys(self) -> None:
         assert compile_title_matches(parse_query("tag:x -b", analyse)) == []
