@@ -1,17 +1,21 @@
-"""Web pages: render time of a big page and of a big namespace's index page.
+"""Web pages: render time of a big page and of a big namespace's index page, warm and first.
 
-    python bench/web_render.py [--runs 50] [--pages 5000]
+    python bench/web_render.py [--runs 50] [--firsts 10] [--pages 5000]
 
 Builds a fresh instance on the embedded default (git storage, SQLite search, tokens, web) and
 requests pages through the whole Flask app in this process (test client: routing, the signed-in
 person, the service call, rendering, sanitising, templates):
 
-- a 100 KB page with 200 wiki-links (half to pages that exist), headings and code blocks;
-  baseline: the same page's ``read_page`` service call alone, so the ratio is what the page adds;
-  the first request renders it (shown apart), later ones find it kept by hash;
+- a 100 KB page with 200 wiki-links (half to pages that exist), headings and code blocks:
+  warm (kept whole); the first request after an edit of one paragraph (``--firsts`` edits; the
+  other blocks are kept); the first request of text never rendered (``--firsts`` pages of new
+  words); baselines: ``read_page`` (what the page adds) and ``render()`` of the whole page with
+  nothing kept (what a first request cost before blocks were kept);
 - the index page of a namespace of --pages pages (default widgets: pages, pinned, tags, recent
-  changes); the first request reads every page once for its tags and pin (kept by hash after that),
-  so it is shown apart; baseline: ``list_pages`` of 100 of those pages, the MCP tool's default.
+  changes): warm; the first request after a page of it changed; baseline ``list_pages`` of 100
+  of those pages, the MCP tool's default;
+- both again as the first request of a restarted worker: a new process on the same instance
+  (``--firsts`` processes; imports and app made before the clock starts).
 
 Prints p50/p95 per case and the ratio to its baseline; aim: under 50 ms each. Never asserts timings.
 """
@@ -19,6 +23,8 @@ Prints p50/p95 per case and the ratio to its baseline; aim: under 50 ms each. Ne
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,11 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from hostcore_web.render import render
 from timing import percentiles, timed
 
 from hostcore import SYSTEM, Change, Page, Principal, Put, create_app, hookimpl
 
 PERSON = Principal("bench", frozenset({"write"}))
+CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
 
 
 class People:
@@ -53,14 +61,44 @@ def big_page() -> str:
     return "".join(parts)
 
 
+def new_words(seed: int) -> str:
+    """The big page with other words: text no cache has seen (same size, links and code)."""
+    return big_page().replace("Some text", f"Other text {seed}").replace("return [i", f"return [{seed} + i")
+
+
+def worker(instance: str) -> None:
+    """A restarted worker: a new app on the instance, then the first request of each page, timed."""
+    app = create_app(CONFIG, instance_path=Path(instance), plugins=[People()])
+    client = app.test_client()
+    with client.session_transaction() as session:
+        session["person"] = "bench"
+    page = timed(lambda: client.get("/notes/big"), 1)[0]
+    index = timed(lambda: client.get("/big/"), 1)[0]
+    print(f"{page} {index}")
+    app.extensions["hostcore"].close()
+
+
+def restarted(instance: Path, runs: int) -> tuple[list[float], list[float]]:
+    pages, indexes = [], []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, __file__, "--worker", str(instance)], capture_output=True, text=True, check=True)
+        page, index = out.stdout.split()
+        pages.append(float(page))
+        indexes.append(float(index))
+    return pages, indexes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--firsts", type=int, default=10)
     parser.add_argument("--pages", type=int, default=5000)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker)
     with tempfile.TemporaryDirectory() as tmp:
-        app = create_app({"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"},
-                         instance_path=Path(tmp) / "instance", plugins=[People()])  # fmt: skip
+        app = create_app(CONFIG, instance_path=Path(tmp) / "instance", plugins=[People()])
         host = app.extensions["hostcore"]
         admin = host.wiki(SYSTEM)
         admin.save_namespace("notes", title="Notes")
@@ -82,27 +120,55 @@ def main() -> None:
         host.wiki(PERSON).page_facts("big")  # the link graph catches up with the pages written above
         made = time.perf_counter() - start
         print(f"web_render: page of {len(body) // 1000} KB with 200 wiki-links; namespace of {args.pages} pages "
-              f"(written and indexed in {made:.1f} s); {args.runs} runs each")  # fmt: skip
+              f"(written and indexed in {made:.1f} s); {args.runs} runs warm, {args.firsts} firsts")  # fmt: skip
 
         wiki = host.wiki(PERSON)
+        targets = {f"notes/target-{i}" for i in range(0, 200, 2)}
         page_base = timed(lambda: wiki.read_page("notes/big"), args.runs)
-        page_cold = timed(lambda: client.get("/notes/big"), 1)  # rendered, then kept by hash
+        first_ever = timed(lambda: client.get("/notes/big"), 1)[0]  # this process's first page: templates, lexers
         page = timed(lambda: client.get("/notes/big"), args.runs)
-        assert b"wikilink" in client.get("/notes/big").data
-        index_cold = timed(lambda: client.get("/big/"), 1)
+        assert b"wikilink missing" in client.get("/notes/big").data
+        full = timed(lambda: render(body, "notes/big", lambda _t: targets), args.firsts)
+        fresh = []
+        for n in range(args.firsts):
+            admin.save_page(f"notes/new-{n}", body=new_words(n), title="New")
+            fresh += timed(lambda n=n: client.get(f"/notes/new-{n}"), 1)
+        edits = []
+        for n in range(args.firsts):
+            edited = body.replace(f"paragraph {n % 4}.", f"paragraph {n % 4} (edit {n}).", 1)
+            admin.save_page("notes/big", wiki.read_page("notes/big")["hash"], edited, "Big page")
+            edits += timed(lambda: client.get("/notes/big"), 1)
+        admin.save_page("notes/big", wiki.read_page("notes/big")["hash"], body, "Big page")
+        client.get("/notes/big")
+
+        index_first_ever = timed(lambda: client.get("/big/"), 1)[0]
         index = timed(lambda: client.get("/big/"), args.runs)
         index_base = timed(lambda: wiki.list_pages("big", 0, 100), args.runs)
+        index_changed = []
+        for n in range(args.firsts):
+            slug = f"big/folder-{n}/page-{n}"
+            admin.save_page(slug, admin.page(slug).hash, f"changed {n}", f"Page {n}", [f"tag{n}"])
+            index_changed += timed(lambda: client.get("/big/"), 1)
+        worker_page, worker_index = restarted(host.instance_path, args.firsts)
 
-        def line(name: str, samples: list[float], base: list[float]) -> None:
-            ratio = sorted(samples)[len(samples) // 2] / sorted(base)[len(base) // 2]
-            print(f"  {name:44s} {percentiles(samples)}  ({ratio:5.1f}x baseline)")
+        def line(name: str, samples: list[float], base: list[float] | None = None) -> None:
+            ratio = f"  ({statistics.median(samples) / statistics.median(base):5.1f}x baseline)" if base else ""
+            print(f"  {name:52s} {percentiles(samples)}{ratio}")
 
-        print(f"  {'baseline: read_page of the big page':44s} {percentiles(page_base)}")
-        line("GET /notes/big (100 KB, 200 links)", page, page_base)
-        print(f"  {'GET /notes/big (first request, renders)':44s} {page_cold[0]:9.2f} ms")
-        print(f"  {'baseline: list_pages(big, limit 100)':44s} {percentiles(index_base)}")
-        line(f"GET /big/ ({args.pages} pages, warm)", index, index_base)
-        print(f"  {'GET /big/ (first request, reads tags+pins)':44s} {index_cold[0]:9.2f} ms")
+        print("page /notes/big (100 KB, 200 links):")
+        line("baseline: read_page", page_base)
+        line("baseline: render() of the whole page, nothing kept", full)
+        line("warm (kept whole)", page, page_base)
+        line("first after an edit of one paragraph", edits, full)
+        line("first of new text (every block rendered)", fresh, full)
+        line("first in a restarted worker (new process)", worker_page, full)
+        print(f"  {'first request of this process (templates, lexers)':52s} {first_ever:9.2f} ms")
+        print(f"namespace index /big/ ({args.pages} pages):")
+        line("baseline: list_pages(big, limit 100)", index_base)
+        line("warm", index, index_base)
+        line("first after a page of it changed", index_changed, index_base)
+        line("first in a restarted worker (new process)", worker_index, index_base)
+        print(f"  {'first request of this process':52s} {index_first_ever:9.2f} ms")
         host.close()
 
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from hostcore import Conflict, NotFound, ValidationError
+from hostcore import Conflict, NotFound, ValidationError, create_app
 from hostcore.domain.principal import SYSTEM
 
 from .conftest import principal
@@ -201,6 +201,24 @@ def test_link_graph_catches_up_after_an_outside_commit(git_host, tmp_path):
     subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "HEAD:main"], check=True)
     assert wiki.backlinks("notes/a")["backlinks"] == [{"slug": "notes/b", "title": "B"}]
     assert wiki.health("notes")["orphans"] == ["notes/b"]
+
+
+def test_page_facts_hold_tags_and_pin_and_follow_changes_from_other_processes(git_host):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/a", body="a", title="A", tags=["one", "two"], pin=True)
+    wiki.save_page("notes/b", body="b", title="B")
+    facts = {f["slug"]: f for f in wiki.page_facts("notes")}
+    assert (facts["notes/a"]["tags"], facts["notes/a"]["pin"]) == (["one", "two"], True)
+    assert (facts["notes/b"]["tags"], facts["notes/b"]["pin"]) == ([], False)
+    assert wiki.page_facts("notes") == list(facts.values())  # kept: the same answer
+    other = create_app({"PLUGINS": ["git", "tokens"], "STORAGE": "git"}, instance_path=git_host.instance_path)
+    try:  # another process's host: its own link graph connection, the same file
+        other_wiki = other.extensions["hostcore"].wiki(SYSTEM)
+        other_wiki.save_page("notes/b", other_wiki.page("notes/b").hash, "b", "B", ["three"], True)
+        other_wiki.delete_page("notes/a")
+    finally:
+        other.extensions["hostcore"].close()
+    assert [(f["slug"], f["tags"], f["pin"]) for f in wiki.page_facts("notes")] == [("notes/b", ["three"], True)]
 
 
 def test_health_shows_the_backup_push(tmp_path):

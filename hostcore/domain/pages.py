@@ -249,6 +249,7 @@ class Page:
 # --- wiki-links ---------------------------------------------------------------------------
 
 _FENCE = re.compile(r"^(```|~~~)")
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 
 
@@ -259,7 +260,7 @@ def outside_code(body: str) -> list[str]:
             fenced = not fenced
             continue
         if not fenced:
-            lines.append(re.sub(r"`[^`\n]*`", "", line))
+            lines.append(_CODE_SPAN.sub("", line) if "`" in line else line)
     return lines
 
 
@@ -271,13 +272,12 @@ def resolve_link(target: str, from_slug: str) -> str:
 
 def wiki_links(body: str, from_slug: str) -> list[str]:
     """Targets of the ``[[slug]]``, ``[[slug|label]]`` and ``[[slug#heading]]`` links, in order, once each."""
-    seen: list[str] = []
+    seen: dict[str, None] = {}  # in order, and a lookup that stays cheap for a page of many links
     for line in outside_code(body):
-        for m in _LINK.finditer(line):
-            target = resolve_link(m.group(1), from_slug)
-            if target not in seen:
-                seen.append(target)
-    return seen
+        if "[[" in line:
+            for m in _LINK.finditer(line):
+                seen.setdefault(resolve_link(m.group(1), from_slug))
+    return list(seen)
 
 
 def rewrite_links(body: str, from_slug: str, old: str, new: str) -> str:

@@ -1,6 +1,6 @@
 """The link graph and page facts, kept in SQLite beside the instance, up to date from page events.
 
-It holds, per visible page: title, hash and last change time; and every wiki-link between pages.
+It holds, per visible page: title, hash, last change time, tags and pin; and every wiki-link between pages.
 ``backlinks`` and ``health`` answer from it with indexed queries and never read pages. It records
 the storage version it reflects, so pages changed outside hostcore (a ``git push``, a copied file)
 are caught up along the storage's changes since then, or by comparing hashes when the storage
@@ -9,12 +9,16 @@ cannot tell (see :mod:`hostcore.indexes.indexer`).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from typing_extensions import TypedDict
 
@@ -36,6 +40,8 @@ class PageFact(TypedDict):
     title: str
     hash: str
     changed: float  # epoch seconds
+    tags: list[str]
+    pin: bool
 
 
 class StaleRow(TypedDict):
@@ -43,7 +49,8 @@ class StaleRow(TypedDict):
     changed: float  # epoch seconds
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+FACTS_KEPT = 16  # namespaces whose page facts are kept in memory (pages_in)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
     slug TEXT PRIMARY KEY,
@@ -51,13 +58,15 @@ CREATE TABLE IF NOT EXISTS pages (
     title TEXT NOT NULL,
     hash TEXT NOT NULL,
     changed REAL NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',  -- JSON list
+    pin INTEGER NOT NULL DEFAULT 0,
     inbound INTEGER NOT NULL DEFAULT 0  -- links from other pages
 );
 CREATE INDEX IF NOT EXISTS pages_changed ON pages(changed);
 CREATE INDEX IF NOT EXISTS pages_nocase ON pages(slug COLLATE NOCASE);
 -- every folder below a namespace that ever held a page, one row per name ignoring case (case_variant)
 CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY COLLATE NOCASE) WITHOUT ROWID;
--- the storage version (Storage.version) the graph reflects
+-- the storage version (Storage.version) the graph reflects, and 'generation', new at every update
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS pages_orphans ON pages(inbound, namespace, slug);
 CREATE TABLE IF NOT EXISTS links (
@@ -89,6 +98,11 @@ def _folders_of(slug: str) -> list[str]:
 
 
 
+def _new_generation(db: sqlite3.Connection) -> None:
+    """Mark a change (in the writing transaction): what was kept from an earlier generation is stale."""
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (uuid.uuid4().hex,))
+
+
 def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]]:
     if namespaces is None:
         return "1", []
@@ -108,6 +122,8 @@ class LinkGraph:
         self.path = Path(path)
         self._local = threading.local()
         self.rebuild = Rebuild(self.path.with_name(self.path.name + ".rebuilding"), "link graph")
+        self._facts: OrderedDict[str, tuple[tuple[Any, str], list[PageFact]]] = OrderedDict()  # see pages_in
+        self._facts_lock = threading.Lock()
         if recover_sqlite(self.path, "link graph"):
             self.rebuild.start()
         self._db()
@@ -136,6 +152,7 @@ class LinkGraph:
                         for statement in _SCHEMA.split(";")[:-1]:
                             db.execute(statement)
                         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                        _new_generation(db)
                     db.execute("COMMIT")
             except BaseException:
                 db.close()
@@ -186,10 +203,11 @@ class LinkGraph:
             for page in pages:
                 self._drop_links_from(db, page.slug)
                 db.execute(
-                    "INSERT OR REPLACE INTO pages (slug, namespace, title, hash, changed, inbound) VALUES "
-                    "(?, ?, ?, ?, ?, (SELECT count(*) FROM links WHERE target = ?))",
-                    (page.slug, page.namespace, page.title, page.hash, (times or {}).get(page.slug, now), page.slug),
-                )
+                    "INSERT OR REPLACE INTO pages (slug, namespace, title, hash, changed, tags, pin, inbound) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, (SELECT count(*) FROM links WHERE target = ?))",
+                    (page.slug, page.namespace, page.title, page.hash, (times or {}).get(page.slug, now),
+                     json.dumps(list(page.tags)), int(page.pin), page.slug),
+                )  # fmt: skip
                 db.execute("UPDATE links SET resolved = 1 WHERE target = ?", (page.slug,))
                 db.executemany("INSERT OR REPLACE INTO folders (path) VALUES (?)", [(f,) for f in _folders_of(page.slug)])
                 for target in wiki_links(page.body, page.slug):
@@ -205,6 +223,7 @@ class LinkGraph:
                     "INSERT OR IGNORE INTO file_links (source, source_namespace, page, filename) VALUES (?, ?, ?, ?)",
                     [(page.slug, page.namespace, owner, name) for owner, name in attachment_links(page.body)],
                 )
+            _new_generation(db)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -253,10 +272,31 @@ class LinkGraph:
         return [LinkingPage(slug=s, title=t) for s, t in rows]
 
     def pages_in(self, namespace: str) -> list[PageFact]:
-        """Every page of ``namespace``: slug, title, hash and last change (epoch seconds), sorted by slug."""
+        """Every page of ``namespace``: slug, title, hash, last change (epoch seconds), tags and pin, sorted by slug.
+
+        Kept per namespace until the graph's generation changes (any process's update), so a big
+        namespace costs one small query when nothing changed. The facts are shared: don't change them.
+        """
         with self._reading() as db:
-            rows = db.execute("SELECT slug, title, hash, changed FROM pages WHERE namespace = ? ORDER BY slug", (namespace,))
-            return [PageFact(slug=s, title=t, hash=h, changed=c) for s, t, h, c in rows]
+            row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            generation = (file_id(self.path), row[0] if row else "")  # read first: rows read after are never older
+            with self._facts_lock:
+                kept = self._facts.get(namespace)
+                if kept is not None and kept[0] == generation:
+                    self._facts.move_to_end(namespace)
+                    return list(kept[1])
+            parsed: dict[str, list[str]] = {}  # tags lists repeat: each distinct one parsed once
+            facts = [
+                PageFact(slug=s, title=t, hash=h, changed=c, tags=parsed.get(g) or parsed.setdefault(g, json.loads(g)), pin=bool(p))
+                for s, t, h, c, g, p in db.execute(
+                    "SELECT slug, title, hash, changed, tags, pin FROM pages WHERE namespace = ? ORDER BY slug", (namespace,)
+                )
+            ]  # fmt: skip
+        with self._facts_lock:
+            self._facts[namespace] = (generation, facts)
+            while len(self._facts) > FACTS_KEPT:
+                self._facts.popitem(last=False)
+        return list(facts)
 
     def existing(self, slugs: Collection[str]) -> set[str]:
         """Those of ``slugs`` that are pages."""

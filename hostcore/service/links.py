@@ -201,7 +201,7 @@ class LinksMixin(PagesMixin):
         return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
 
     def page_facts(self, namespace: str) -> list[PageFact]:
-        """Slug, title and last change of every page of ``namespace``, from the link graph (no page is read)."""
+        """Slug, title, hash, last change, tags and pin of every page of ``namespace``, from the link graph (no page is read)."""
         self.principal.require("read")
         check_namespace(namespace, "namespace")
         self.principal.require_namespace(namespace, "namespace")

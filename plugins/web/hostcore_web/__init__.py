@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from jinja2 import FileSystemBytecodeCache
 
 from hostcore import hookimpl
 
@@ -17,9 +18,13 @@ from . import account, views  # noqa: F401  (account adds its routes to the blue
 
 
 @hookimpl
-def register_routes(app: Any) -> None:
+def register_routes(app: Any, host: Any) -> None:
     app.url_map.converters["ns"] = views.NamespaceConverter
     app.register_blueprint(views.bp)
+    if app.jinja_env.bytecode_cache is None:  # compiled templates kept: a restarted worker's first page is not slower
+        folder = host.instance_path / "web-templates"
+        folder.mkdir(parents=True, exist_ok=True)
+        app.jinja_env.bytecode_cache = FileSystemBytecodeCache(str(folder))
 
 
 @hookimpl

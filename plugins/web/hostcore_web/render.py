@@ -8,25 +8,41 @@ tags and attributes this renderer makes, and only http(s), mailto and relative U
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import logging
 import re
+import sqlite3
 import threading
+import time
 import unicodedata
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from html import escape
+from html import escape, unescape
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
+import markdown_it
 import nh3
+import pygments
 from markdown_it import MarkdownIt
+from markdown_it.rules_core.state_core import StateCore
 from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import split_attachment_url, wiki_links
+from hostcore import connect, damaged, file_id, recover_sqlite, split_attachment_url, wiki_links
+
+log = logging.getLogger("hostcore.web")
 
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -46,6 +62,7 @@ ATTRIBUTES = {
     **{f"h{n}": {"id"} for n in range(1, 7)},
 }
 URL_SCHEMES = {"http", "https", "mailto"}
+_REL = "noopener noreferrer"
 FILES_PATH = "/_/web/files/"
 """Where the web serves attachments to people (their session, or a public namespace): the MCP
 route (``/_/files/``) takes bearer tokens only, so a page's links and images to attachments point here."""
@@ -114,13 +131,19 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
     lang = (lang or "").strip().split()[0].lower() if lang and lang.strip() else ""
     if lang == "mermaid":
         return f'<pre class="mermaid">{escape(code)}</pre>'
-    try:
-        lexer = get_lexer_by_name(lang) if lang else None
-    except ClassNotFound:
-        lexer = None
+    lexer = _lexer(lang) if lang else None
     if lexer is None:
         return f'<pre class="code"><code>{escape(code)}</code></pre>'
     return f'<pre class="code highlight"><code>{highlight(code, lexer, _FORMATTER)}</code></pre>'
+
+
+@functools.lru_cache(maxsize=128)
+def _lexer(lang: str) -> Lexer | None:
+    """The lexer of a fence's language (made once: a lexer is reusable), None for an unknown one."""
+    try:
+        return get_lexer_by_name(lang)
+    except ClassNotFound:
+        return None
 
 
 def _heading_ids(state: Any) -> None:
@@ -168,7 +191,7 @@ _MD = _markdown()
 
 
 def sanitise(html: str) -> str:
-    return nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES, link_rel="noopener noreferrer")
+    return nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES, link_rel=_REL)
 
 
 def render(
@@ -202,14 +225,188 @@ def look(settings: dict[str, Any]) -> dict[str, Any]:
     return {"skin": skin, "palette": palette, "dark": palette in DARK or (palette == "skin" and skin == "phosphor")}
 
 
-class RenderCache:
-    """Rendered pages by (slug, hash, wiki-link targets that exist, link style): the output depends
-    on nothing else, so an entry never goes stale. Least recently used entries go past ``limit`` bytes."""
+class _Everything:
+    """Wiki-link targets that exist, for a render whose missing links are marked afterwards (:func:`mark_missing`)."""
 
-    def __init__(self, limit: int = 64 * 1024 * 1024) -> None:
+    def __contains__(self, _item: object) -> bool:
+        return True
+
+
+_WIKI_ANCHOR = re.compile(r'<a class="wikilink" href="([^"]*)"')
+
+
+def mark_missing(html: str, found: Collection[str]) -> str:
+    """``html`` rendered as if every wiki-link's target existed, with the links to pages not in
+    ``found`` marked missing: the same HTML as :func:`render` with ``existing`` answering ``found``."""
+
+    def mark(m: re.Match[str]) -> str:
+        href = unescape(m.group(1))
+        target = unquote(href.split("#", 1)[0][1:])
+        return m.group(0) if target in found else _missing_tag(href, target)
+
+    return _WIKI_ANCHOR.sub(mark, html)
+
+
+@functools.lru_cache(maxsize=4096)
+def _missing_tag(href: str, target: str) -> str:
+    """The start of a missing link's tag as :func:`render` makes it, up to its ``rel``."""
+    tag = f'<a class="wikilink missing" href="{escape(href)}" title="{escape(target)} does not exist yet">'
+    return sanitise(tag + "x</a>").rsplit("x</a>", 1)[0].removesuffix(f' rel="{_REL}">')
+
+
+_WHOLE_PAGE_RULES = {"heading_ids"}  # core rules after "block" that need every block (anchors are numbered across the page)
+
+
+def _phases() -> tuple[list[Callable[[StateCore], None]], list[Callable[[StateCore], None]]]:
+    """The parser's core rules, as :func:`render` runs them, split: those run on the whole page
+    (up to the block parse, and those of ``_WHOLE_PAGE_RULES``), and those run on each block."""
+    ruler = _MD.core.ruler
+    rules = list(zip(ruler.get_active_rules(), ruler.getRules(""), strict=True))
+    cut = [name for name, _fn in rules].index("block") + 1
+    whole = [fn for _name, fn in rules[:cut]] + [fn for name, fn in rules[cut:] if name in _WHOLE_PAGE_RULES]
+    return whole, [fn for name, fn in rules[cut:] if name not in _WHOLE_PAGE_RULES]
+
+
+def _blocks(tokens: list[Token]) -> list[list[Token]]:
+    """Block tokens cut into top-level blocks (a paragraph, a list, a fence ...), each rendered on its own."""
+    out: list[list[Token]] = []
+    current: list[Token] = []
+    for token in tokens:
+        current.append(token)
+        if token.level == 0 and token.nesting <= 0:
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
+def _key(block: list[Token], context: bytes) -> str:
+    """What a block's HTML depends on: its tokens (not their line numbers) and ``context``."""
+    digest = hashlib.blake2b(context, digest_size=20)
+    for t in block:
+        digest.update(repr((t.type, t.tag, t.nesting, t.level, t.attrs, t.content, t.markup, t.info, t.meta, t.hidden)).encode())
+    return digest.hexdigest()
+
+
+_FINGERPRINT = hashlib.blake2b(
+    Path(__file__).read_bytes() + repr([m.__version__ for m in (markdown_it, nh3, pygments)]).encode(), digest_size=8
+).digest()  # this renderer's code and libraries: blocks kept on disk by an older one are never used
+
+
+Block = tuple[str, "dict[str, Any] | None"]
+"""A block's sanitised HTML, and what its rendering told about the page (``PAGE_FACTS``), if anything."""
+PAGE_FACTS = ("image",)
+"""Keys core rules set in the env about the whole page, the first block's value winning (see ``_attachment_urls``)."""
+
+
+class BlockStore:
+    """Blocks' sanitised HTML by key, in a SQLite file in the instance folder: shared by the workers
+    and kept across restarts. Only a cache: an error reads as a miss (logged once per store), and
+    the oldest blocks go when they pass ``limit`` bytes. One connection, kept open (closing the last
+    one to a WAL file checkpoints it: milliseconds on every first read of a page) and reopened when
+    the file was set aside."""
+
+    def __init__(self, path: Path, limit: int = 256 * 1024 * 1024) -> None:
+        self.path, self.limit = path, limit
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._warned = False
+        self._added = 0
+        self._opened: tuple[int, int] | None = None
+        weakref.finalize(self, BlockStore._close, self.__dict__)
+
+    @staticmethod
+    def _close(state: dict[str, Any]) -> None:
+        if state.get("_conn") is not None:
+            state["_conn"].close()
+            state["_conn"] = None
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._conn is not None and file_id(self.path) != self._opened:  # set aside meanwhile
+                self._close(self.__dict__)
+            if self._conn is None:
+                db, self._opened = connect(self.path, timeout=0.2, isolation_level=None, check_same_thread=False)
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    db.execute("PRAGMA synchronous=OFF")  # a block lost in a crash is rendered again
+                    db.execute(
+                        "CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, facts TEXT, made REAL NOT NULL)"
+                    )
+                    db.execute("CREATE INDEX IF NOT EXISTS blocks_made ON blocks(made)")
+                except BaseException:
+                    db.close()
+                    raise
+                self._conn = db
+            try:
+                yield self._conn  # busy (timeout 0.2 s): skipped, not waited for
+            except BaseException:
+                self._close(self.__dict__)
+                raise
+
+    def _failed(self, exc: Exception) -> None:
+        if damaged(exc):  # set aside (never checked at start-up: the file changes all the time), made anew at next use
+            recover_sqlite(self.path, "rendered blocks", error=exc, opened=self._opened)
+        elif not self._warned:
+            self._warned = True
+            log.warning("rendered blocks in %s: %s (pages are rendered again meanwhile)", self.path, exc)
+
+    def get(self, keys: list[str]) -> dict[str, Block]:
+        found: dict[str, Block] = {}
+        try:
+            with self._db() as db:
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    rows = db.execute(f"SELECT key, html, facts FROM blocks WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                    found.update((k, (h, json.loads(f) if f else None)) for k, h, f in rows)
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
+        return found
+
+    def put(self, blocks: dict[str, Block]) -> None:
+        try:
+            with self._db() as db:
+                now = time.time()
+                with db:  # one transaction
+                    db.execute("BEGIN")
+                    db.executemany(
+                        "INSERT OR IGNORE INTO blocks (key, html, facts, made) VALUES (?, ?, ?, ?)",
+                        [(k, h, json.dumps(f) if f else None, now) for k, (h, f) in blocks.items()],
+                    )
+                self._added += sum(len(h) for h, _f in blocks.values())
+                if self._added > self.limit // 16:  # now and then: past the limit, the oldest quarter goes
+                    self._added = 0
+                    if db.execute("SELECT total(length(html)) FROM blocks").fetchone()[0] > self.limit:
+                        db.execute("DELETE FROM blocks WHERE made <= (SELECT made FROM blocks ORDER BY made LIMIT 1 OFFSET "
+                                   "(SELECT count(*) / 4 FROM blocks))")  # fmt: skip
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
+
+
+class RenderCache:
+    """Pages rendered, at two levels, so that neither a reread nor an edit renders a page again:
+
+    - whole pages by (slug, hash, wiki-link targets that exist): the output depends on nothing else,
+      so an entry never goes stale; least recently used entries go past ``limit`` bytes;
+    - each top-level block (paragraph, list, fence ...) by its tokens, the page's link reference
+      definitions and namespace, in memory (up to a quarter of ``limit``) and in ``store`` (shared
+      by workers, kept across restarts): the first read after an edit parses the page's blocks
+      (cheap) and renders only the blocks that changed; wiki-links are rendered as existing and
+      those missing marked afterwards.
+
+    The HTML is the same as :func:`render`'s.
+    """
+
+    def __init__(self, limit: int = 64 * 1024 * 1024, store: BlockStore | None = None) -> None:
         self.limit, self.size = limit, 0
+        self.store = store
+        self.blocks_rendered = 0  # blocks this cache had to render (the others were kept)
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+        self._blocks: OrderedDict[str, Block] = OrderedDict()
+        self._blocks_size = 0
 
     def render(self, body: str, slug: str, digest: str, existing: Callable[[list[str]], set[str]]) -> Rendered:
         targets = wiki_links(body, slug)
@@ -220,7 +417,9 @@ class RenderCache:
             if hit is not None:
                 self._entries.move_to_end(key)
                 return hit
-        out = render(body, slug, lambda _targets: found)
+        html, headings, facts = self._by_blocks(body, slug)
+        html = mark_missing(html, found) if targets else html
+        out = Rendered(html, headings, '<pre class="mermaid">' in html, html.count('<a class="wikilink'), facts.get("image"))
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = out
@@ -229,6 +428,51 @@ class RenderCache:
                 _key, old = self._entries.popitem(last=False)
                 self.size -= len(old.html)
         return out
+
+    def _by_blocks(self, body: str, slug: str) -> tuple[str, list[tuple[int, str, str]], dict[str, Any]]:
+        env: dict[str, Any] = {"slug": slug, "existing": _Everything(), "href": page_href, "file_href": file_href}
+        state = StateCore(body, _MD, env)
+        whole, per_block = _phases()
+        for rule in whole:
+            rule(state)
+        context = (
+            _FINGERPRINT + slug.split("/", 1)[0].encode() + b"\x00" + repr(sorted(env.get("references", {}).items())).encode()
+        )
+        blocks = _blocks(state.tokens)
+        keys = [_key(b, context) for b in blocks]
+        with self._lock:
+            html = {k: self._blocks[k] for k in keys if k in self._blocks}
+        if self.store is not None and len(html) < len(keys):
+            html.update(self.store.get([k for k in keys if k not in html]))
+        made: dict[str, Block] = {}
+        for k, tokens in zip(keys, blocks, strict=True):
+            if k not in html and k not in made:
+                for name in PAGE_FACTS:
+                    env.pop(name, None)
+                part = StateCore("", _MD, env, tokens)
+                for rule in per_block:
+                    rule(part)
+                told = {name: env[name] for name in PAGE_FACTS if name in env}
+                made[k] = (sanitise(_MD.renderer.render(tokens, _MD.options, env)), told or None)
+        self.blocks_rendered += len(made)
+        if made and self.store is not None:
+            self.store.put(made)
+        html.update(made)
+        with self._lock:
+            for k in keys:
+                if k in self._blocks:
+                    self._blocks.move_to_end(k)
+                else:
+                    self._blocks[k] = html[k]
+                    self._blocks_size += len(html[k][0])
+            while self._blocks_size > self.limit // 4 and self._blocks:  # the rest is a read away in the store
+                _k, old = self._blocks.popitem(last=False)
+                self._blocks_size -= len(old[0])
+        facts: dict[str, Any] = {}
+        for k in keys:
+            for name, value in (html[k][1] or {}).items():
+                facts.setdefault(name, tuple(value) if isinstance(value, list) else value)  # JSON made tuples lists
+        return "".join(html[k][0] for k in keys), env.get("headings", []), facts
 
 
 def pygments_css() -> str:

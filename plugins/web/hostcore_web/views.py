@@ -39,8 +39,6 @@ class NamespaceConverter(BaseConverter):
 
 
 bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/_/web/static")
-META = widgets.MetaCache()
-RENDERED = render.RenderCache()
 MERMAID_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -117,7 +115,11 @@ def existing_for(reader: Principal) -> Any:
 
 
 def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
-    return RENDERED.render(body, slug, digest, existing_for(reader))
+    state = host().state
+    cache = state.get("web.render") or state.setdefault(
+        "web.render", render.RenderCache(store=render.BlockStore(host().instance_path / "web-blocks.sqlite"))
+    )
+    return cache.render(body, slug, digest, existing_for(reader))
 
 
 def html_response(html: str, mermaid: bool, status: int = 200) -> Response:
@@ -195,7 +197,7 @@ def namespace_index(namespace: str) -> Any:
         body = rendered(reader, index_slug, index.body, index.hash)
     except NotFound:
         index, body = None, None
-    built = widgets.build(host(), reader, namespace, settings, index_slug, META, request.args.get("month"))
+    built = widgets.build(host(), reader, namespace, settings, index_slug, request.args.get("month"))
     html = page(
         "namespace.html", namespace, person=person, index=index, body=body, widgets=built,
         title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
@@ -208,9 +210,8 @@ def all_pages(namespace: str) -> Any:
     person, reader, settings = open_namespace(namespace)
     offset = request.args.get("offset", "0")
     start = int(offset) if offset.isdigit() else 0
-    facts = host().wiki(reader).page_facts(namespace)
-    entries = widgets.ordered([widgets.Entry(f["slug"], f["title"], f["changed"]) for f in facts], settings.get("tree") or [], namespace)
-    shown = entries[start : start + widgets.PAGES_SHOWN]
+    entries = widgets.ordered(host().wiki(reader).page_facts(namespace), settings.get("tree") or [], namespace)
+    shown = widgets.entries_of(entries[start : start + widgets.PAGES_SHOWN])
     more = start + widgets.PAGES_SHOWN if start + widgets.PAGES_SHOWN < len(entries) else None
     return page("all_pages.html", namespace, person=person, entries=shown, start=start, total=len(entries), more=more,
                 title=f"All pages of {settings.get('title') or namespace}")  # fmt: skip

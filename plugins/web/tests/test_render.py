@@ -1,0 +1,137 @@
+"""Rendered pages kept by block: the same HTML as a full render, an edit renders only what it
+changed, and the blocks outlive the process (a file in the instance folder)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hostcore_web.render import BlockStore, RenderCache, render
+
+from hostcore import create_app
+
+CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
+PAGE = """# Guide <script>alert(1)</script>
+
+Read [[notes/other]], [[other|the other page]] and [[ghost]]; jump to [[other#Second part]].
+[x](javascript:alert(1)) <img src=x onerror=alert(2)>
+[the report](/_/files/notes/p/report.pdf) and ![a chart](/_/files/notes/p/chart.png)
+
+```js
+const add = (a, b) => a + b;
+```
+
+```mermaid
+sequenceDiagram
+  Alice->>Bob: hi
+```
+"""
+ODD = """[ref]: /elsewhere 'A title'
+
+Use [ref], [the ref][ref] and [[odd & <"quoted'> page|label *with* emphasis]].
+
+- one [[notes/one]]
+- two
+
+  still two, loose
+
+> quoted [[team/two#A heading]]
+
+1. first
+
+| a | b |
+|---|---|
+| [[cell]] | ~~gone~~ |
+
+# Same
+# Same
+## same
+
+    indented code
+
+```unknown-language
+x < y
+```
+"""
+
+
+def big(paragraphs: int = 120) -> str:
+    return "# Big\n\n" + "".join(f"## Part {n}\n\nText {n} with [[page-{n % 7}]] and `code`.\n\n" for n in range(paragraphs))
+
+
+IMAGES = "First ![one](/_/files/notes/p/one.jpg)\n\n- ![two](/_/files/notes/p/two.png)\n"
+
+
+def same(a, b) -> None:
+    assert (a.html, a.headings, a.mermaid, a.links, a.image) == (b.html, b.headings, b.mermaid, b.links, b.image)
+
+
+@pytest.mark.parametrize("body", [PAGE, ODD, big(), IMAGES, ""])
+@pytest.mark.parametrize("found", [set(), {"notes/other", "notes/one", "notes/page-1", "notes/odd & <\"quoted'> page"}])
+def test_kept_blocks_give_the_html_of_a_full_render(body, found, tmp_path):
+    cache = RenderCache(store=BlockStore(tmp_path / "blocks.sqlite"))
+    first = cache.render(body, "notes/p", "h1", lambda _t: found)
+    same(first, render(body, "notes/p", lambda _t: found))
+    again = RenderCache(store=BlockStore(tmp_path / "blocks.sqlite")).render(body, "notes/p", "h1", lambda _t: found)
+    same(again, first)  # from the file this time
+
+
+def test_an_edit_renders_only_the_blocks_it_changed(tmp_path):
+    cache = RenderCache()
+    body = big()
+    cache.render(body, "notes/p", "h1", lambda _t: set())
+    blocks = cache.blocks_rendered
+    assert blocks > 240
+    edited = body.replace("Text 50 with", "Text fifty with")
+    same(cache.render(edited, "notes/p", "h2", lambda _t: set()), render(edited, "notes/p", lambda _t: set()))
+    assert cache.blocks_rendered == blocks + 1
+    moved = "A new first line.\n\n" + edited  # the blocks below shift lines, not content
+    cache.render(moved, "notes/p", "h3", lambda _t: set())
+    assert cache.blocks_rendered == blocks + 2
+    cache.render(moved, "notes/p", "h3", lambda _t: {"notes/page-3"})  # a linked page was made: only marks change
+    assert cache.blocks_rendered == blocks + 2
+    assert cache.render(moved, "notes/p", "h3", lambda _t: set()).html.count("wikilink missing") == 120
+    cache.render(moved, "team/p", "h3", lambda _t: set())  # links resolve in another namespace: all again
+    assert cache.blocks_rendered > blocks * 2
+    refs = RenderCache()
+    refs.render("[x]\n\n[[a]]\n\n[x]: /one\n", "notes/p", "h1", lambda _t: set())
+    second = refs.render("[x]\n\n[[a]]\n\n[x]: /two\n", "notes/p", "h2", lambda _t: set())  # a definition changes every block
+    assert 'href="/two"' in second.html and refs.blocks_rendered == 4  # two blocks, twice
+
+
+def test_a_restarted_app_renders_nothing_it_rendered_before(app, host, admin, carol):
+    admin.save_page("notes/big", body=big(), title="Big")
+    html = carol.get("/notes/big").text
+    assert host.state["web.render"].blocks_rendered > 240
+    assert list((host.instance_path / "web-templates").iterdir())  # compiled templates, for the next worker
+    people = [p for p in host.pm.get_plugins() if type(p).__name__ == "People"]
+    restarted = create_app(CONFIG, instance_path=host.instance_path, plugins=people)  # a new worker's app
+    try:
+        client = restarted.test_client()
+        with client.session_transaction() as session:
+            session["person"], session["csrf"] = "carol", carol.csrf
+        assert client.get("/notes/big").text == html
+        assert restarted.extensions["hostcore"].state["web.render"].blocks_rendered == 0
+    finally:
+        restarted.extensions["hostcore"].close()
+
+
+def test_the_block_file_is_only_a_cache(tmp_path):
+    path = tmp_path / "blocks.sqlite"
+    path.write_bytes(b"not a database at all " * 100)
+    cache = RenderCache(store=BlockStore(path))
+    same(cache.render(PAGE, "notes/p", "h", lambda _t: set()), render(PAGE, "notes/p", lambda _t: set()))
+    assert list(tmp_path.glob("blocks.sqlite.damaged-*"))  # set aside, started again
+    assert BlockStore(path).get(["missing"]) == {}
+    unusable = RenderCache(store=BlockStore(tmp_path / "no" / "such" / "folder" / "blocks.sqlite"))
+    same(unusable.render(PAGE, "notes/p", "h", lambda _t: set()), render(PAGE, "notes/p", lambda _t: set()))
+
+
+def test_the_block_file_drops_its_oldest_blocks_past_its_limit(tmp_path):
+    store = BlockStore(tmp_path / "blocks.sqlite", limit=16 * 1000)
+    for batch in range(12):
+        store.put({f"{batch}-{n}": ("x" * 500, None) for n in range(4)})
+    with sqlite3.connect(tmp_path / "blocks.sqlite") as db:
+        size, oldest = db.execute("SELECT total(length(html)), min(key) FROM blocks").fetchone()
+    assert size <= 16 * 1000 + 4 * 500 and oldest != "0-0"
+    assert store.get(["11-0"]) == {"11-0": ("x" * 500, None)}
