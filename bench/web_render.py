@@ -8,8 +8,9 @@ person, the service call, rendering, sanitising, templates):
 
 - a 100 KB page with 200 wiki-links (half to pages that exist), headings and code blocks:
   warm (kept whole); the first request after an edit of one paragraph (``--firsts`` edits; the
-  other blocks are kept); the first request of text never rendered (``--firsts`` pages of new
-  words); baselines: ``read_page`` (what the page adds) and ``render()`` of the whole page with
+  other blocks are kept); the first request of new text saved through the wiki (rendered ahead
+  by the web plugin after the save) and of new text pushed into storage from outside (nothing
+  rendered before: every block is; ``--firsts`` pages of new words each); baselines: ``read_page`` (what the page adds) and ``render()`` of the whole page with
   nothing kept (what a first request cost before blocks were kept);
 - the index page of a namespace of --pages pages (default widgets: pages, pinned, tags, recent
   changes): warm; the first request after a page of it changed; baseline ``list_pages`` of 100
@@ -23,6 +24,7 @@ Prints p50/p95 per case and the ratio to its baseline; aim: under 50 ms each. Ne
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import subprocess
 import sys
@@ -33,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from hostcore_web.render import render
+from hostcore_web.views import prerender
 from timing import percentiles, timed
 
 from hostcore import SYSTEM, Change, Page, Principal, Put, create_app, hookimpl
@@ -69,6 +72,7 @@ def new_words(seed: int) -> str:
 def worker(instance: str) -> None:
     """A restarted worker: a new app on the instance, then the first request of each page, timed."""
     app = create_app(CONFIG, instance_path=Path(instance), plugins=[People()])
+    gc.freeze()
     client = app.test_client()
     with client.session_transaction() as session:
         session["person"] = "bench"
@@ -94,11 +98,14 @@ def main() -> None:
     parser.add_argument("--firsts", type=int, default=10)
     parser.add_argument("--pages", type=int, default=5000)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--no-freeze", dest="freeze", action="store_false", help="leave the heap unfrozen (as before hostcore serve froze it)")
     args = parser.parse_args()
     if args.worker:
         return worker(args.worker)
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app(CONFIG, instance_path=Path(tmp) / "instance", plugins=[People()])
+        if args.freeze:
+            gc.freeze()  # as hostcore serve does in each worker once its app is made
         host = app.extensions["hostcore"]
         admin = host.wiki(SYSTEM)
         admin.save_namespace("notes", title="Notes")
@@ -129,10 +136,15 @@ def main() -> None:
         page = timed(lambda: client.get("/notes/big"), args.runs)
         assert b"wikilink missing" in client.get("/notes/big").data
         full = timed(lambda: render(body, "notes/big", lambda _t: targets), args.firsts)
-        fresh = []
-        for n in range(args.firsts):
-            admin.save_page(f"notes/new-{n}", body=new_words(n), title="New")
+        fresh, ahead = [], []
+        for n in range(args.firsts):  # written into storage as an outside push is: no event, nothing rendered ahead
+            text = Page(f"notes/new-{n}", "New", new_words(n)).to_bytes()
+            host.storage.apply([Put(f"notes/new-{n}.md", text, expect=None)], Change(author="bench", message="bench: new text"))
             fresh += timed(lambda n=n: client.get(f"/notes/new-{n}"), 1)
+        for n in range(args.firsts):  # saved through the wiki: rendered ahead by the web plugin's background thread
+            admin.save_page(f"notes/saved-{n}", body=new_words(100 + n), title="New")
+            prerender(host).wait()
+            ahead += timed(lambda n=n: client.get(f"/notes/saved-{n}"), 1)
         edits = []
         for n in range(args.firsts):
             edited = body.replace(f"paragraph {n % 4}.", f"paragraph {n % 4} (edit {n}).", 1)
@@ -160,7 +172,8 @@ def main() -> None:
         line("baseline: render() of the whole page, nothing kept", full)
         line("warm (kept whole)", page, page_base)
         line("first after an edit of one paragraph", edits, full)
-        line("first of new text (every block rendered)", fresh, full)
+        line("first of new text saved through the wiki (rendered ahead)", ahead, full)
+        line("first of new text pushed from outside (every block rendered)", fresh, full)
         line("first in a restarted worker (new process)", worker_page, full)
         print(f"  {'first request of this process (templates, lexers)':52s} {first_ever:9.2f} ms")
         print(f"namespace index /big/ ({args.pages} pages):")

@@ -104,3 +104,25 @@ def test_check_says_which_plugin_provides_a_missing_backend(tmp_path):
     assert result.exit_code == 1
     assert "problem: STORAGE: no storage backend named 'git' is loaded (loaded: fs); add 'git' to PLUGINS" in result.stdout
     assert "problem: SEARCH: no search backend named 'sqlite' is loaded (loaded: none); add 'sqlite' to PLUGINS" in result.stdout
+
+
+def test_a_serving_process_freezes_its_heap_once_the_app_is_made(tmp_path):
+    """Worker processes (``hostcore serve``, ``wsgi.py``) take what they built at start out of the
+    garbage collector's full passes (they otherwise stall a big page's render every few thousand
+    allocations): a fresh interpreter, as a worker is, builds the app and finds its heap frozen."""
+    import subprocess
+    import sys
+
+    from hostcore import SYSTEM, create_app
+
+    app = create_app({"PLUGINS": ["fs"], "STORAGE": "fs", "SEARCH": ""}, instance_path=tmp_path / "inst")
+    app.extensions["hostcore"].wiki(SYSTEM).save_namespace("notes", title="Notes")
+    app.extensions["hostcore"].close()
+    (tmp_path / "inst" / "hostcore.toml").write_text('PLUGINS = ["fs"]\nSTORAGE = "fs"\nSEARCH = ""\n')
+    code = (
+        "import gc, sys\nfrom hostcore.app import serving_app\nbefore = gc.get_freeze_count()\n"
+        "app = serving_app(sys.argv[1])\nprint(before, gc.get_freeze_count(), app.extensions['hostcore'].config['STORAGE'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "inst")], capture_output=True, text=True, check=True)
+    before, after, storage = out.stdout.split()
+    assert int(before) == 0 and int(after) > 10_000 and storage == "fs"

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from hostcore.app import build_host, create_app, inspect_instance, instance_folder
+from hostcore.app import build_host, inspect_instance, instance_folder, serving_app
 from hostcore.cli.migration import export_command, import_command
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
@@ -261,7 +261,7 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
                 self.cfg.set(key, value)
 
         def load(self) -> Any:
-            return create_app(instance_path=instance, defaults=defaults)
+            return serving_app(instance_path=instance, defaults=defaults)
 
     os.environ["HOSTCORE_INSTANCE"] = str(instance)
     click.echo(f"hostcore serving {instance} on {bind} (MCP endpoint: {public_url}/_/mcp)", err=True)

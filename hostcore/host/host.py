@@ -143,6 +143,7 @@ class Host:
         self.pm = pm
         self.tools: dict[str, Tool] = {}
         self.state: dict[str, Any] = {}  # per-host state of plugins, keyed by plugin name
+        self._closers: list[Callable[[], None]] = []  # see on_close
         for event in PAGE_EVENTS:
             for impl in getattr(pm.hook, event).get_hookimpls():
                 if impl.wrapper or impl.hookwrapper:
@@ -271,7 +272,18 @@ class Host:
             except Exception:
                 log.exception("plugin %s: its %s listener failed; the change itself is stored", impl.plugin_name, event)
 
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Have :meth:`close` call ``fn`` first, before the indexes and storage close: how a plugin
+        stops a background thread of its own (last registered, first called)."""
+        self._closers.append(fn)
+
     def close(self) -> None:
+        while self._closers:
+            fn = self._closers.pop()
+            try:
+                fn()
+            except Exception:
+                log.exception("a plugin's close callback (%s) failed", getattr(fn, "__qualname__", fn))
         poller = self.state.get("hostcore.indexer.poller")
         if poller is not None:  # the background catch-up (CATCH_UP_SECONDS): stopped before the indexes close
             poller.stop()

@@ -475,6 +475,74 @@ class RenderCache:
         return "".join(html[k][0] for k in keys), env.get("headings", []), facts
 
 
+    def prepare(self, body: str, slug: str) -> None:
+        """Render and keep every block of ``body`` that is not kept yet (see :class:`Prerender`)."""
+        self._by_blocks(body, slug)
+
+
+PRERENDER_BYTES = 16 * 1024  # smaller pages render in a few milliseconds: not worth a thread's work
+
+
+class Prerender:
+    """Big pages saved through this process are rendered ahead, by one background thread, so that
+    their first reader (in any worker: blocks go to the shared store) finds every block kept and
+    pays only the parse. The latest body of each page wins; a page saved again before its turn is
+    rendered once. Started on first use, stopped by :meth:`close` (the host's close)."""
+
+    def __init__(self, cache: RenderCache) -> None:
+        self.cache = cache
+        self._pending: dict[str, str] = {}
+        self._busy = False
+        self._closed = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, slug: str, body: str) -> None:
+        if len(body) < PRERENDER_BYTES:
+            return
+        with self._cond:
+            if self._closed:
+                return
+            self._pending[slug] = body
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="hostcore-web-prerender", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                slug = next(iter(self._pending))
+                body = self._pending.pop(slug)
+                self._busy = True
+            try:
+                self.cache.prepare(body, slug)
+            except Exception:  # a reader renders it then, as if nothing had been kept
+                log.exception("web: rendering %s ahead failed", slug)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def wait(self, timeout: float = 30.0) -> bool:
+        """Wait until every page given so far is rendered; False if ``timeout`` passed first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._closed or (not self._pending and not self._busy), timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._pending.clear()
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
 def pygments_css() -> str:
     """The stylesheet of highlighted code, light and dark."""
     light = HtmlFormatter(style="default").get_style_defs(".highlight")

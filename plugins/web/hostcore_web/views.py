@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+import threading
+from typing import Any, cast
 
 from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
 from werkzeug.routing import BaseConverter
@@ -29,6 +30,8 @@ from hostcore import (
 
 from . import access, render, widgets
 from .access import SignInFirst, host, require_reader, require_writer
+
+_STATE_LOCK = threading.RLock()  # one render cache and one prerender per host, however many threads ask first
 
 
 class NamespaceConverter(BaseConverter):
@@ -114,12 +117,31 @@ def existing_for(reader: Principal) -> Any:
     return lambda slugs: wiki.pages_existing(slugs) if slugs else set()
 
 
+def render_cache(h: Any) -> render.RenderCache:
+    """The host's rendered pages and blocks (made on first use; blocks shared through the instance folder)."""
+    cache = h.state.get("web.render")
+    if cache is None:
+        with _STATE_LOCK:
+            cache = h.state.get("web.render") or h.state.setdefault(
+                "web.render", render.RenderCache(store=render.BlockStore(h.instance_path / "web-blocks.sqlite"))
+            )
+    return cast(render.RenderCache, cache)
+
+
+def prerender(h: Any) -> render.Prerender:
+    """The host's background renderer of big saved pages (stopped when the host closes)."""
+    ahead = h.state.get("web.prerender")
+    if ahead is None:
+        with _STATE_LOCK:
+            ahead = h.state.get("web.prerender")
+            if ahead is None:
+                ahead = h.state["web.prerender"] = render.Prerender(render_cache(h))
+                h.on_close(ahead.close)
+    return cast(render.Prerender, ahead)
+
+
 def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
-    state = host().state
-    cache = state.get("web.render") or state.setdefault(
-        "web.render", render.RenderCache(store=render.BlockStore(host().instance_path / "web-blocks.sqlite"))
-    )
-    return cache.render(body, slug, digest, existing_for(reader))
+    return render_cache(host()).render(body, slug, digest, existing_for(reader))
 
 
 def html_response(html: str, mermaid: bool, status: int = 200) -> Response:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from hostcore_web.render import BlockStore, RenderCache, render
+from hostcore_web.render import PRERENDER_BYTES, BlockStore, RenderCache, render
+from hostcore_web.views import prerender
 
-from hostcore import create_app
+from hostcore import SYSTEM, create_app
 
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
 PAGE = """# Guide <script>alert(1)</script>
@@ -135,3 +136,35 @@ def test_the_block_file_drops_its_oldest_blocks_past_its_limit(tmp_path):
         size, oldest = db.execute("SELECT total(length(html)), min(key) FROM blocks").fetchone()
     assert size <= 16 * 1000 + 4 * 500 and oldest != "0-0"
     assert store.get(["11-0"]) == {"11-0": ("x" * 500, None)}
+
+
+def test_a_big_saved_page_is_rendered_ahead_so_its_first_reader_renders_nothing(app, host, admin, carol):
+    body = big(400)
+    assert len(body) >= PRERENDER_BYTES
+    admin.save_page("notes/huge", body=body, title="Huge")
+    ahead = prerender(host)
+    assert ahead.wait()
+    cache = host.state["web.render"]
+    kept = cache.blocks_rendered
+    assert kept >= 800  # every heading and paragraph, rendered by the background thread
+    html = carol.get("/notes/huge").text
+    assert cache.blocks_rendered == kept  # the first reader found every block kept
+    assert render(body, "notes/huge", lambda _targets: set()).html.split("<h2", 1)[1][:60] in html
+    admin.save_page("notes/small", body="# Small\n\nA few words.", title="Small")  # under PRERENDER_BYTES
+    assert ahead.wait()
+    assert cache.blocks_rendered == kept
+    carol.get("/notes/small")
+    assert cache.blocks_rendered > kept  # rendered by its reader
+
+
+def test_closing_the_host_stops_the_renderer(tmp_path):
+    app = create_app(CONFIG, instance_path=tmp_path / "instance")
+    host = app.extensions["hostcore"]
+    host.wiki(SYSTEM).save_namespace("notes", title="Notes")
+    host.wiki(SYSTEM).save_page("notes/huge", body=big(400), title="Huge")
+    thread = prerender(host)._thread
+    assert thread is not None and thread.name == "hostcore-web-prerender"
+    host.close()
+    assert not thread.is_alive()
+    prerender(host).add("notes/late", big(400))  # after close: nothing starts again
+    assert prerender(host)._thread is thread
