@@ -121,8 +121,8 @@ def test_a_serving_process_freezes_its_heap_once_the_app_is_made(tmp_path):
     (tmp_path / "inst" / "hostcore.toml").write_text('PLUGINS = ["fs"]\nSTORAGE = "fs"\nSEARCH = ""\n')
     code = (
         "import gc, sys\nfrom hostcore.app import serving_app\nbefore = gc.get_freeze_count()\n"
-        "app = serving_app(sys.argv[1])\nprint(before, gc.get_freeze_count(), app.extensions['hostcore'].config['STORAGE'])"
+        "app = serving_app(sys.argv[1])\nprint(before, gc.get_freeze_count(), gc.get_threshold()[0], app.extensions['hostcore'].config['STORAGE'])"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "inst")], capture_output=True, text=True, check=True)
-    before, after, storage = out.stdout.split()
-    assert int(before) == 0 and int(after) > 10_000 and storage == "fs"
+    before, after, young, storage = out.stdout.split()
+    assert int(before) == 0 and int(after) > 10_000 and int(young) == 10_000 and storage == "fs"
