@@ -31,7 +31,7 @@ from hostcore.errors import (
     Unavailable,
     ValidationError,
 )
-from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite, set_aside
+from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite, set_aside
 from hostcore.seams.embed import Embedder, Vectors, unit_rows
 from hostcore.seams.extract import ExtractionFailed, Extractor
 from hostcore.seams.hookspecs import hookimpl
@@ -138,8 +138,10 @@ __all__ = [
     "damaged",
     "disk_full",
     "file_id",
+    "generation",
     "hookimpl",
     "login_redirect",
+    "new_generation",
     "out_of_space",
     "parse_query",
     "person",

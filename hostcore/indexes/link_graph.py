@@ -13,7 +13,6 @@ import json
 import sqlite3
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -24,7 +23,7 @@ from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import attachment_links
 from hostcore.domain.pages import Page, wiki_links
-from hostcore.seams.derived import Rebuild, connect, damaged, file_id, recover_sqlite
+from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite
 
 
 class LinkingPage(TypedDict):
@@ -98,11 +97,6 @@ def _folders_of(slug: str) -> list[str]:
 
 
 
-def _new_generation(db: sqlite3.Connection) -> None:
-    """Mark a change (in the writing transaction): what was kept from an earlier generation is stale."""
-    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (uuid.uuid4().hex,))
-
-
 def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]]:
     if namespaces is None:
         return "1", []
@@ -122,7 +116,7 @@ class LinkGraph:
         self.path = Path(path)
         self._local = threading.local()
         self.rebuild = Rebuild(self.path.with_name(self.path.name + ".rebuilding"), "link graph")
-        self._facts: OrderedDict[str, tuple[tuple[Any, str], list[PageFact]]] = OrderedDict()  # see pages_in
+        self._facts: OrderedDict[str, tuple[tuple[Any, str | None], list[PageFact]]] = OrderedDict()  # see pages_in
         self._facts_lock = threading.Lock()
         if recover_sqlite(self.path, "link graph"):
             self.rebuild.start()
@@ -152,7 +146,7 @@ class LinkGraph:
                         for statement in _SCHEMA.split(";")[:-1]:
                             db.execute(statement)
                         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                        _new_generation(db)
+                        new_generation(db)
                     db.execute("COMMIT")
             except BaseException:
                 db.close()
@@ -223,7 +217,7 @@ class LinkGraph:
                     "INSERT OR IGNORE INTO file_links (source, source_namespace, page, filename) VALUES (?, ?, ?, ?)",
                     [(page.slug, page.namespace, owner, name) for owner, name in attachment_links(page.body)],
                 )
-            _new_generation(db)
+            new_generation(db)
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
@@ -278,11 +272,10 @@ class LinkGraph:
         namespace costs one small query when nothing changed. The facts are shared: don't change them.
         """
         with self._reading() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-            generation = (file_id(self.path), row[0] if row else "")  # read first: rows read after are never older
+            current = (file_id(self.path), generation(db))  # read first: rows read after are never older
             with self._facts_lock:
                 kept = self._facts.get(namespace)
-                if kept is not None and kept[0] == generation:
+                if kept is not None and kept[0] == current:
                     self._facts.move_to_end(namespace)
                     return list(kept[1])
             parsed: dict[str, list[str]] = {}  # tags lists repeat: each distinct one parsed once
@@ -293,7 +286,7 @@ class LinkGraph:
                 )
             ]  # fmt: skip
         with self._facts_lock:
-            self._facts[namespace] = (generation, facts)
+            self._facts[namespace] = (current, facts)
             while len(self._facts) > FACTS_KEPT:
                 self._facts.popitem(last=False)
         return list(facts)

@@ -219,3 +219,20 @@ class Rebuild:
         """Wait for a rebuild this process started."""
         if self.thread is not None:
             self.thread.join()
+
+
+def new_generation(db: sqlite3.Connection) -> None:
+    """Mark a change to a derived SQLite file, inside the writing transaction: what any process
+    kept from it at an earlier :func:`generation` is stale. The file needs a ``meta(key, value)`` table."""
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', lower(hex(randomblob(8))))")
+
+
+def generation(db: sqlite3.Connection) -> str | None:
+    """The file's generation (see :func:`new_generation`), None when none was recorded (or no ``meta`` table)."""
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return None
+    return row[0] if row else None

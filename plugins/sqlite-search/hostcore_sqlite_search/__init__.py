@@ -62,7 +62,9 @@ from hostcore import (
     connect,
     damaged,
     file_id,
+    generation,
     hookimpl,
+    new_generation,
     parse_query,
     positive_leaves,
     recover_sqlite,
@@ -107,9 +109,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 # The storage version the index reflects (one row, key "storage_version"); made on first use, so
 # files built before it need no rebuild.
 META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-# Every write gives the index a new random generation (key "generation" in meta): what a process
-# remembers of a query holds while the generation it read it at is the file's.
-NEW_GENERATION = "INSERT OR REPLACE INTO meta(key, value) VALUES('generation', lower(hex(randomblob(8))))"
+# Every write gives the index a new generation (hostcore.new_generation): what a process remembers
+# of a query holds while the generation it read it at is the file's.
 REMEMBERED = 32  # queries whose ranked candidates a backend keeps (LRU), for paging and asking again
 
 
@@ -209,9 +210,7 @@ class SqliteSearch(SearchBackend):
         if recover_sqlite(self.path, "search index"):
             self.rebuild.start()
         with self._connection() as db:
-            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() or not db.execute(
-                "SELECT 1 FROM meta WHERE key = 'generation'"
-            ).fetchone():
+            if generation(db) is None:
                 self._first_generation()
 
     def _first_generation(self) -> None:
@@ -219,7 +218,7 @@ class SqliteSearch(SearchBackend):
         try:
             with self._write() as db:
                 db.execute(META)
-                db.execute(NEW_GENERATION.replace("INSERT OR REPLACE", "INSERT OR IGNORE"))
+                new_generation(db)
         except (sqlite3.Error, Unavailable) as exc:  # a read-only snapshot (full disk): searches rank afresh
             log.info("search index: no generation recorded (%s); searches are not remembered", exc)
 
@@ -330,7 +329,7 @@ class SqliteSearch(SearchBackend):
                 self._delete(db, doc.slug)
                 self._insert(db, doc)
             db.execute(META)
-            db.execute(NEW_GENERATION)
+            new_generation(db)
 
     @staticmethod
     def _delete(db: sqlite3.Connection, slug: str) -> None:
@@ -363,7 +362,7 @@ class SqliteSearch(SearchBackend):
             db.execute("DELETE FROM fts")
             db.execute(META)
             db.execute("DELETE FROM meta")
-            db.execute(NEW_GENERATION)
+            new_generation(db)
 
     def storage_version(self) -> str | None:
         with self._connection() as db:
@@ -426,15 +425,10 @@ class SqliteSearch(SearchBackend):
     def _candidates(self, db: sqlite3.Connection, match: str, titled: list[str], tiered: bool, need: int) -> Candidates:
         """The ranked candidates of ``match``, at least ``need`` of them when it has that many
         (:func:`.ranking.candidates`), remembered while the index keeps its generation."""
-        try:
-            row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" not in str(exc):
-                raise
-            row = None
-        if row is None:  # a file no write of this version touched yet: nothing tells its states apart
+        current = generation(db)
+        if current is None:  # a file no write of this version touched yet: nothing tells its states apart
             return candidates(db, match, titled, tiered=tiered, need=need)
-        key = (row[0], match, tuple(titled))
+        key = (current, match, tuple(titled))
         with self._guard:
             found = self._remembered.get(key)
             if found is not None:

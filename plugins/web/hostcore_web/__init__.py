@@ -14,7 +14,7 @@ from jinja2 import FileSystemBytecodeCache
 
 from hostcore import hookimpl
 
-from . import account, render, views  # noqa: F401  (account adds its routes to the blueprint)
+from . import account, views  # noqa: F401  (account adds its routes to the blueprint)
 
 
 @hookimpl
@@ -30,8 +30,7 @@ def register_routes(app: Any, host: Any) -> None:
 @hookimpl
 def page_saved(host: Any, page: Any) -> None:
     """A big page is rendered ahead, off the request path (:class:`hostcore_web.render.Prerender`)."""
-    if len(page.body) >= render.PRERENDER_BYTES:
-        views.prerender(host).add(page.slug, page.body)
+    views.prerender(host).add(page.slug, page.body)
 
 
 @hookimpl

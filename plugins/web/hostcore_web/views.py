@@ -119,25 +119,19 @@ def existing_for(reader: Principal) -> Any:
 
 def render_cache(h: Any) -> render.RenderCache:
     """The host's rendered pages and blocks (made on first use; blocks shared through the instance folder)."""
-    cache = h.state.get("web.render")
-    if cache is None:
-        with _STATE_LOCK:
-            cache = h.state.get("web.render") or h.state.setdefault(
-                "web.render", render.RenderCache(store=render.BlockStore(h.instance_path / "web-blocks.sqlite"))
-            )
-    return cast(render.RenderCache, cache)
+    with _STATE_LOCK:
+        if "web.render" not in h.state:
+            h.state["web.render"] = render.RenderCache(store=render.BlockStore(h.instance_path / "web-blocks.sqlite"))
+        return cast(render.RenderCache, h.state["web.render"])
 
 
 def prerender(h: Any) -> render.Prerender:
-    """The host's background renderer of big saved pages (stopped when the host closes)."""
-    ahead = h.state.get("web.prerender")
-    if ahead is None:
-        with _STATE_LOCK:
-            ahead = h.state.get("web.prerender")
-            if ahead is None:
-                ahead = h.state["web.prerender"] = render.Prerender(render_cache(h))
-                h.on_close(ahead.close)
-    return cast(render.Prerender, ahead)
+    """The host's background renderer of big saved pages (made on first use, stopped when the host closes)."""
+    with _STATE_LOCK:
+        if "web.prerender" not in h.state:
+            h.state["web.prerender"] = render.Prerender(render_cache(h))
+            h.on_close(h.state["web.prerender"].close)
+        return cast(render.Prerender, h.state["web.prerender"])
 
 
 def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
