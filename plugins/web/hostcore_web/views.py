@@ -451,12 +451,17 @@ def new() -> Any:
     return redirect(render.page_href(slug))
 
 
-@bp.route("/_/move/<path:slug>", methods=["GET", "POST"])
-def move(slug: str) -> Any:
+def page_to_change(slug: str) -> tuple[str, str, Any, Any]:
+    """(slug, namespace, the writer's service, the page) of a page the caller may change; 404 or sign-in otherwise."""
     slug = slug_or_404(slug)
     namespace = slug.split("/", 1)[0]
     wiki = host().wiki(require_writer(namespace))
-    current = wiki.page(slug)
+    return slug, namespace, wiki, wiki.page(slug)
+
+
+@bp.route("/_/move/<path:slug>", methods=["GET", "POST"])
+def move(slug: str) -> Any:
+    slug, namespace, wiki, current = page_to_change(slug)
     if request.method == "GET":
         return page("move.html", namespace, slug=slug, doc=current, title=f"Move or rename {current.title}")
     check_csrf()
@@ -472,10 +477,7 @@ def move(slug: str) -> Any:
 
 @bp.route("/_/delete/<path:slug>", methods=["GET", "POST"])
 def delete(slug: str) -> Any:
-    slug = slug_or_404(slug)
-    namespace = slug.split("/", 1)[0]
-    wiki = host().wiki(require_writer(namespace))
-    current = wiki.page(slug)
+    slug, namespace, wiki, current = page_to_change(slug)
     if request.method == "GET":
         return page("delete.html", namespace, slug=slug, doc=current, title=f"Delete {current.title}")
     check_csrf()
