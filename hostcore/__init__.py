@@ -31,7 +31,7 @@ from hostcore.errors import (
     Unavailable,
     ValidationError,
 )
-from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite, set_aside
+from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite, set_aside, wal
 from hostcore.seams.embed import Embedder, Vectors, unit_rows
 from hostcore.seams.extract import ExtractionFailed, Extractor
 from hostcore.seams.hookspecs import hookimpl
@@ -157,5 +157,6 @@ __all__ = [
     "split_attachment_url",
     "tool",
     "unit_rows",
+    "wal",
     "wiki_links",
 ]

@@ -141,3 +141,33 @@ def test_redis_without_a_written_public_url_warns(written, redis_url, tmp_path, 
     assert warned == ([] if written else [warned[0]])
     if not written:
         assert "http://10.0.0.5:8080" in warned[0] and "hostcore.toml" in warned[0]
+
+
+def _open_new(where, start, results):
+    from hostcore import connect, wal
+
+    start.wait()
+    try:
+        db, _opened = connect(where, timeout=30, isolation_level=None)
+        wal(db)
+        results.put(db.execute("PRAGMA journal_mode").fetchone()[0])
+        db.close()
+    except Exception as exc:  # reported, not lost in a child's stderr
+        results.put(repr(exc))
+
+
+def test_processes_opening_a_new_file_at_once_all_get_wal(tmp_path):
+    """Workers that start together open a new SQLite file together: switching it to WAL needs a
+    lock SQLite refuses at once ("database is locked") rather than waits for; each waits its turn."""
+    for round_ in range(20):
+        where = tmp_path / f"new-{round_}.sqlite"
+        ctx = multiprocessing.get_context("fork")
+        start, results = ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=_open_new, args=(where, start, results)) for _ in range(12)]
+        for p in procs:
+            p.start()
+        start.set()
+        modes = [results.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(30)
+        assert modes == ["wal"] * 12

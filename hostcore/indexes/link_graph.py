@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import attachment_links
 from hostcore.domain.pages import Page, wiki_links
-from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite
+from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite, wal
 
 
 class LinkingPage(TypedDict):
@@ -132,7 +132,7 @@ class LinkGraph:
             self._local.opened = opened  # what a damaged file found while opening is recognised by
             db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             try:
-                db.execute("PRAGMA journal_mode=WAL")
+                wal(db)
                 db.execute("PRAGMA synchronous=NORMAL")
                 if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                     # Derived data: an older layout (or a new file) is made anew and rebuilt by the catch-up.

@@ -40,7 +40,7 @@ import numpy as np
 from hostcore.domain.attachments import sniff, split_attachment_path
 from hostcore.domain.pages import Page, slug_from_path
 from hostcore.errors import NotFound, Unavailable
-from hostcore.seams.derived import connect, damaged, file_id, recover_sqlite
+from hostcore.seams.derived import connect, damaged, file_id, recover_sqlite, wal
 from hostcore.seams.embed import Embedder, Vectors
 from hostcore.seams.hookspecs import hookimpl
 
@@ -228,7 +228,7 @@ class PassageIndex:
             existed = current is not None
             db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             if opened is not None or not existed:  # writable, not a full disk's read-only snapshot
-                db.execute("PRAGMA journal_mode=WAL")
+                wal(db)
                 db.execute("PRAGMA synchronous=NORMAL")  # derived: what a power cut loses is indexed again
                 db.executescript(_SCHEMA)
                 opened = file_id(self.path)

@@ -6,7 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from hostcore.seams.derived import connect
+from hostcore.seams.derived import connect, wal
 
 
 class ThreadLocalDB:
@@ -27,7 +27,7 @@ class ThreadLocalDB:
             existed = self.path.exists()
             db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             if opened is not None or not existed:  # a writable file (not a full disk's read-only snapshot)
-                db.execute("PRAGMA journal_mode=WAL")
+                wal(db)
                 if self.schema:
                     db.executescript(self.schema)
             self._local.db = db

@@ -236,3 +236,18 @@ def generation(db: sqlite3.Connection) -> str | None:
             raise
         return None
     return row[0] if row else None
+
+
+def wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """Put ``db``'s file in WAL mode (a file keeps it). Processes that open a new file at once
+    (gunicorn workers at start) race for the lock the switch needs, and SQLite answers "database
+    is locked" at once, without waiting: so wait here, a little longer each time."""
+    deadline, pause = time.monotonic() + timeout, 0.005
+    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)

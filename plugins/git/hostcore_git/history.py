@@ -33,7 +33,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
-from hostcore import Revision, connect, damaged, file_id, recover_sqlite
+from hostcore import Revision, connect, damaged, file_id, recover_sqlite, wal
 
 from .trees import blob_id, changed
 
@@ -104,7 +104,7 @@ class HistoryIndex:
         if self._conn is None or self._pid != os.getpid():
             self._opened = current
             conn, opened = connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 # Derived data: an older layout is dropped and rebuilt from the log on the next sync.
