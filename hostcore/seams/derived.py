@@ -243,9 +243,10 @@ def wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
     (gunicorn workers at start) race for the lock the switch needs, and SQLite answers "database
     is locked" at once, without waiting: so wait here, a little longer each time."""
     deadline, pause = time.monotonic() + timeout, 0.005
-    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+    while True:  # one switch, retried only when locked (a file that cannot switch, e.g. on a full disk, keeps its mode)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
