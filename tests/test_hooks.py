@@ -243,6 +243,58 @@ def test_write_tools_run_on_the_request_thread(tmp_path):
     app.extensions["hostcore"].close()
 
 
+@tool(scope="read", read_only=True)
+async def count_up(steps: int, *, ctx) -> dict:
+    """Report progress ``steps`` times, then answer. steps: how many progress notifications."""
+    for step in range(steps):
+        await ctx.session.report_progress(step + 1, steps, f"step {step + 1}")
+    return {"steps": steps}
+
+
+def test_plain_calls_answer_json_and_async_tools_stream(tmp_path):
+    """A call to a sync tool (every core tool) is answered as one JSON body; a call to an async
+    tool, which may send notifications through ctx, as an SSE stream carrying them in order before
+    the result, whether the request names the tool in the Mcp-Name header (2026-07-28) or only in
+    its body (2025-11-25)."""
+    import json
+
+    class Contribution:
+        @hookimpl
+        def register_tools(self, register):
+            register(count_up)
+
+    app = create_app(BASE_CONFIG, instance_path=tmp_path, plugins=[Contribution(), Recorder()])
+    client = app.test_client()
+    legacy = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25", "Authorization": "Bearer test-good"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+    def post(name, arguments, headers, **params):
+        body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": name, "arguments": arguments, **params}}
+        return client.post("/_/mcp", json=body, headers=headers)
+
+    plain = post("list_namespaces", {}, legacy)
+    assert plain.status_code == 200 and plain.mimetype == "application/json", plain.data
+    assert plain.json["id"] == 7 and "structuredContent" in plain.json["result"]
+
+    current = legacy | {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+    for headers, extra in ((legacy, {}), (current | {"Mcp-Name": "count_up"}, {"_meta": meta})):
+        params = extra | {"_meta": {**extra.get("_meta", {}), "progressToken": "p1"}}
+        streamed = post("count_up", {"steps": 3}, headers, **params)
+        assert streamed.status_code == 200 and streamed.mimetype == "text/event-stream", streamed.data
+        events = [json.loads(line[len("data: "):]) for line in streamed.get_data(as_text=True).splitlines() if line.startswith("data: {")]
+        progress = [e["params"]["progress"] for e in events if e.get("method") == "notifications/progress"]
+        assert progress == [1, 2, 3], events
+        assert events[-1]["id"] == 7 and events[-1]["result"]["structuredContent"] == {"steps": 3}
+
+    plain_current = post("list_namespaces", {}, current | {"Mcp-Name": "list_namespaces"}, _meta=meta)
+    assert plain_current.mimetype == "application/json" and plain_current.json["id"] == 7, plain_current.data
+    app.extensions["hostcore"].close()
+
+
 class MemoryStorage(Storage):
     """A storage backend registered by a test plugin; only its registration is exercised."""
 
