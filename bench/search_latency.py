@@ -1,9 +1,11 @@
 """The whole ``search`` tool call at wiki scale, per query shape, through the MCP endpoint.
 
     python bench/search_latency.py --pages 50000 --compare 42b8f16 [--rounds 20] [--keep DIR]
+    python bench/search_latency.py --pages 50000 --engine tantivy --keep DIR
 
 Builds (or, with ``--keep``, reuses) an instance of ``--pages`` synthetic pages on git storage with
-the sqlite search index (the embedded default without an embedder; pages from
+the sqlite search index (the embedded default without an embedder; ``--engine tantivy`` for the
+tantivy plugin instead; pages from
 ``bench/search_engines.py``'s corpus, imported in one ``storage.apply`` batch, then indexed by
 host start-up). Then one process per variant serves it in-process (Flask's test client, so no
 network): this tree, and with ``--compare REV`` the code of git revision REV (``git archive`` of
@@ -47,7 +49,7 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 CONFIG = (
-    'PLUGINS = ["git", "tokens", "sqlite"]\nSTORAGE = "git"\nSEARCH = "sqlite"\n'
+    'PLUGINS = ["git", "tokens", "{engine}"]\nSTORAGE = "git"\nSEARCH = "{engine}"\n'
     'PUBLIC_URL = "https://wiki.example.org"\n[RATE_LIMITS]\nrequests = "off"\n[PLUGIN_CONFIG.git]\nfsync = false\n'
 )
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # --- the instance -------------------------------------------------------------------------------
 
 
-def build(instance: Path, pages: int) -> None:
+def build(instance: Path, pages: int, engine: str) -> None:
     from search_engines import NAMESPACES, Corpus
 
     from hostcore import Change, Put
@@ -65,7 +67,7 @@ def build(instance: Path, pages: int) -> None:
 
     corpus = Corpus()
     instance.mkdir(parents=True)
-    (instance / "hostcore.toml").write_text(CONFIG)
+    (instance / "hostcore.toml").write_text(CONFIG.replace("{engine}", engine))
     start = time.perf_counter()
     host = build_host(instance, start=False)
     ops = [Put(f"{ns}/.namespace.yaml", f"title: {ns.title()}\n".encode(), expect=None) for ns in NAMESPACES]
@@ -133,10 +135,11 @@ def shapes(per_shape: int) -> list[tuple[str, dict[str, Any]]]:
 def serve(instance: Path) -> None:
     """Answer queries read as JSON lines on stdin with JSON lines on stdout."""
     import hostcore
-    from hostcore import create_app
+    import hostcore.app
 
     start = time.perf_counter()
-    app = create_app(instance_path=instance)
+    # as a server process makes it (its collector tuned for serving); older revisions lack serving_app
+    app = getattr(hostcore.app, "serving_app", hostcore.app.create_app)(instance_path=instance)
     host = app.extensions["hostcore"]
     from hostcore_tokens import store
 
@@ -261,6 +264,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=50000)
     ap.add_argument("--rounds", type=int, default=20, help="queries of each shape")
     ap.add_argument("--compare", metavar="REV", help="also serve git revision REV's hostcore and sqlite-search, in turns with this tree")
+    ap.add_argument("--engine", default="sqlite", choices=("sqlite", "tantivy"), help="SEARCH of a new instance (default: sqlite, the embedded default)")
     ap.add_argument("--keep", help="instance folder, kept and reused by later runs (default: a temporary one)")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -272,7 +276,7 @@ def main() -> None:
     variants: list[Variant] = []
     try:
         if not instance.exists():
-            build(instance, args.pages)
+            build(instance, args.pages, args.engine)
         queries = shapes(args.rounds)
         variants.append(Variant("this tree", instance, None))
         if args.compare:
@@ -295,7 +299,8 @@ def main() -> None:
                     variant.ask({k: v for k, v in arguments.items() if k != "offset"})
                 samples[variant.name].setdefault(shape, []).append(variant.ask(dict(arguments)))
         report([v.name for v in variants], samples, (f"{load_before:.1f}", f"{os.getloadavg()[0]:.1f}"))
-        agreement(instance, queries, samples)
+        if 'SEARCH = "sqlite"' in (instance / "hostcore.toml").read_text():  # ranks every match with FTS5 itself
+            agreement(instance, queries, samples)
     finally:
         for variant in variants:
             variant.close()
