@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,12 +83,16 @@ def chromium(width: int = WINDOW[0], height: int = WINDOW[1]) -> Iterator[Browse
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 f"--window-size={width},{height}", "--no-first-run", "--disable-extensions"):  # fmt: skip
         options.add_argument(arg)
-    session = Browser(options=options, service=Service(executable_path=driver))
-    session.set_page_load_timeout(30)
-    try:
-        yield session
-    finally:
-        session.quit()
+    # Chromium leaves its singleton socket folder (org.chromium.Chromium.*) in TMPDIR after it quits:
+    # give it a folder of its own, removed afterwards, so test runs leave nothing in /tmp.
+    with tempfile.TemporaryDirectory(prefix="hostcore-chromium-") as scratch:
+        service = Service(executable_path=driver, env={**os.environ, "TMPDIR": scratch})
+        session = Browser(options=options, service=service)
+        session.set_page_load_timeout(30)
+        try:
+            yield session
+        finally:
+            session.quit()
 
 
 @pytest.fixture

@@ -336,3 +336,22 @@ def test_an_exported_namespace_in_a_browser_from_a_plain_web_server(browser, ser
         browser.click_and_wait(browser.find_element(By.LINK_TEXT, "Weather"))
         assert browser.current_url == base + "/weather.html"
         assert loaded(browser, ".body img") == 240 and loaded(browser, "img.ns-logo") == 960
+
+
+def test_a_browser_session_leaves_nothing_in_the_temporary_folder():
+    """Chromium's singleton socket folder (org.chromium.Chromium.*) goes with the session: test runs
+    must not fill the machine's /tmp."""
+    import tempfile
+
+    from hostcore.testing.browser import chromium
+
+    tmp = Path(tempfile.gettempdir())
+
+    def leftovers() -> set[Path]:
+        return {*tmp.glob("org.chromium.Chromium.*"), *tmp.glob("hostcore-chromium-*")}
+
+    before = leftovers()
+    with chromium() as session:
+        session.get("data:text/html,<title>blank</title>")
+        assert session.title == "blank"
+    assert leftovers() - before == set()
