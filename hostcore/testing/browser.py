@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.wait import WebDriverWait
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -52,6 +52,22 @@ def _find(names: tuple[str, ...], extra: tuple[str, ...] = ()) -> str | None:
     return next((p for p in extra if Path(p).exists()), None)
 
 
+def _gone(element: Any) -> bool:
+    """Whether ``element`` no longer belongs to the page shown. Selenium's ``staleness_of`` only
+    knows the stale-reference error; while the next page replaces the document, chromedriver may
+    answer "Node with given id does not belong to the document" instead (it failed a browser test
+    under load), which says the same."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc) or "No node with given id" in str(exc):
+            return True
+        raise
+    return False
+
+
 class Browser(webdriver.Chrome):
     """A Chrome WebDriver with :meth:`screenshot` and :meth:`click_and_wait`."""
 
@@ -59,7 +75,7 @@ class Browser(webdriver.Chrome):
         """Click ``element`` (a submit button, a link) and wait until the next page has replaced this one."""
         html = self.find_element(By.TAG_NAME, "html")
         element.click()
-        WebDriverWait(self, timeout).until(staleness_of(html))
+        WebDriverWait(self, timeout).until(lambda _: _gone(html))
         WebDriverWait(self, timeout).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
     def screenshot(self, name: str) -> Path:

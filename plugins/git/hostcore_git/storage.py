@@ -76,6 +76,7 @@ STALE_REF_LOCK = 5.0
 _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
+_VANISHED_ATTEMPTS = 5  # writes of an object whose folder a concurrent git gc removed
 _UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
 _BLOB_ID = re.compile(r"[0-9a-f]{40}")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree: the version of an unborn branch
@@ -268,7 +269,7 @@ class GitStorage(Storage):
         Returns (path -> blob id, None for a delete; whether a commit was made).
         """
         repo = self._repo()
-        wanted = {op.path: repo.create_blob(op.data) if isinstance(op, Put) else None for op in ops}
+        wanted = {op.path: _writing_objects(repo.create_blob, op.data) if isinstance(op, Put) else None for op in ops}
         signature = _signature(change)
         committed = self._group.submit(_Change(ops, wanted, signature, with_moves(change.message, change.moves)))
         return wanted, bool(committed)
@@ -294,8 +295,9 @@ class GitStorage(Storage):
                     outcomes[pending] = bool(changes)
                     if not changes:
                         continue
-                    new_tree = build(repo, tree, changes, written)
-                    commit = repo.create_commit(None, item.signature, item.signature, item.message, new_tree, [parent] if parent else [])
+                    new_tree = _writing_objects(build, repo, tree, changes, written)
+                    parents = [parent] if parent else []
+                    commit = _writing_objects(repo.create_commit, None, item.signature, item.signature, item.message, new_tree, parents)
                     written.append(commit)
                     made.append((commit, parent, sorted(changes)))
                     parent, tree = commit, repo[new_tree].peel(pygit2.Tree)
@@ -501,6 +503,27 @@ class _Change:
     wanted: Mapping[str, pygit2.Oid | None]
     signature: pygit2.Signature
     message: str
+
+
+def _folder_vanished(exc: BaseException) -> bool:
+    """Whether writing a loose object failed because its fan-out folder (``objects/9d/``) was
+    removed under it: ``git repack -d`` / ``git gc`` (``prune-packed``) remove the folders they
+    empty, between libgit2 making the folder and renaming the object into it."""
+    text = str(exc)
+    return isinstance(exc, (OSError, pygit2.GitError)) and "No such file or directory" in text and "objects" in text
+
+
+def _writing_objects(write: Callable[..., T], *args: Any) -> T:
+    """``write(*args)``, which writes loose objects, tried again while a git gc removes the folders
+    it writes into (git itself retries there); objects are content-addressed, so writing one twice
+    is harmless."""
+    for attempt in range(_VANISHED_ATTEMPTS):
+        try:
+            return write(*args)
+        except (OSError, pygit2.GitError) as exc:
+            if attempt == _VANISHED_ATTEMPTS - 1 or not _folder_vanished(exc):
+                raise
+    raise AssertionError("unreachable")
 
 
 def _clear_stale_lock(lock: Path) -> bool:

@@ -355,3 +355,29 @@ def test_a_browser_session_leaves_nothing_in_the_temporary_folder():
         session.get("data:text/html,<title>blank</title>")
         assert session.title == "blank"
     assert leftovers() - before == set()
+
+
+def test_waiting_for_the_next_page_takes_chromedrivers_detached_node_error_as_gone():
+    """click_and_wait's check that the old page is gone: chromedriver answered a navigation in
+    progress with "Node with given id does not belong to the document" (a WebDriverException, not a
+    stale reference) and failed a browser test under load. Both mean the old page is gone; any
+    other error still fails the test, and an element still shown is not gone."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    from hostcore.testing.browser import _gone
+
+    class Element:
+        def __init__(self, error=None):
+            self.error = error
+
+        def is_enabled(self):
+            if self.error is not None:
+                raise self.error
+            return True
+
+    detached = WebDriverException('unknown error: unhandled inspector error: {"code":-32000,"message":"Node with given id does not belong to the document"}')
+    assert _gone(Element(detached)) is True
+    assert _gone(Element(StaleElementReferenceException("stale element reference"))) is True
+    assert _gone(Element()) is False
+    with pytest.raises(WebDriverException, match="chrome not reachable"):
+        _gone(Element(WebDriverException("chrome not reachable")))
