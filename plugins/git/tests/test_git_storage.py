@@ -417,3 +417,42 @@ def test_object_writes_survive_a_git_gc_removing_their_folders(tmp_path: Path) -
     finally:
         pruner.kill()
         pruner.join()
+
+
+def _flicker_ref_lock(lock: str) -> None:
+    """What ``git pack-refs`` (run by ``git gc``) does to a branch's lock: take it for a moment and
+    let it go, over and over, until killed."""
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        time.sleep(0.0005)
+        os.unlink(lock)
+        time.sleep(0.0005)
+
+
+def test_saves_survive_a_git_process_taking_the_branch_lock_for_moments(tmp_path: Path) -> None:
+    """git gc's pack-refs takes ``refs/heads/main.lock`` for a moment; a save that met the lock but
+    found it gone when it looked ("failed to lock file ... for writing" failed a save in a fresh-clone
+    run while the operator test ran git gc) tries again instead of failing: every save lands."""
+    import multiprocessing
+
+    storage = GitStorage(tmp_path / "repo")
+    storage.apply([Put("a/first.md", b"first\n", expect=None)], Change("tester", "first"))
+    lock = str(tmp_path / "repo" / "refs" / "heads" / "main.lock")
+    flicker = multiprocessing.get_context("fork").Process(target=_flicker_ref_lock, args=(lock,), daemon=True)
+    flicker.start()
+    try:
+        expect = None
+        for i in range(100):
+            expect = storage.apply([Put("a/page.md", f"version {i}\n".encode(), expect=expect)], Change("tester", f"save {i}"))["a/page.md"]
+    finally:
+        flicker.kill()
+        flicker.join()
+        if os.path.exists(lock):
+            os.unlink(lock)
+    assert storage.read("a/page.md") == b"version 99\n"
+    assert len(storage.history("a/page.md", limit=1000)) == 100
+    storage.close()
