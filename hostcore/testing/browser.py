@@ -62,7 +62,7 @@ def _gone(element: Any) -> bool:
     except StaleElementReferenceException:
         return True
     except WebDriverException as exc:
-        if "does not belong to the document" in str(exc) or "No node with given id" in str(exc):
+        if "does not belong to the document" in str(exc):
             return True
         raise
     return False

@@ -346,16 +346,16 @@ class GitStorage(Storage):
             except OSError as exc:
                 if out_of_space(exc, self.root):
                     raise
+                # The ref's lock, held by a git process: still (wait for it), or only for the
+                # moment libgit2 met it (git gc's pack-refs takes it briefly): then try again at once.
                 lock = self.root / f"{self._branch}.lock"
-                if lock.exists():
-                    if not _clear_stale_lock(lock) and time.monotonic() > deadline:
-                        raise Unavailable(f"{self._branch} is locked by another git process; try again") from None
-                    time.sleep(0.05)
-                elif "failed to lock" not in str(exc):
+                held = lock.exists()
+                if not held and "failed to lock" not in str(exc):
                     raise
-                elif time.monotonic() > deadline:
-                    raise Unavailable(f"{self._branch} kept being locked by other git processes; try again") from None
-                # else a git process (git gc's pack-refs) held the lock for a moment and let it go: again
+                if not _clear_stale_lock(lock) and time.monotonic() > deadline:
+                    raise Unavailable(f"{self._branch} is locked by another git process; try again") from None
+                if held:
+                    time.sleep(0.05)
 
     def _index(self, repo: pygit2.Repository, line: builtins.list[tuple[pygit2.Oid, pygit2.Oid | None, builtins.list[str]]]) -> None:
         """Append the commits of ``line`` (id, first parent, paths changed; oldest first) to the
