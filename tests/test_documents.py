@@ -282,6 +282,35 @@ def test_moves_deletes_and_restores_follow_storage(doc_host):
     assert admin.search_attachments("invoices")["hits"][0]["slug"] == "team/plan"
 
 
+
+def test_pending_zero_means_the_results_saw_every_document(doc_host, monkeypatch):
+    """Indexing runs beside a search: when it finishes during the search, the answer must not say
+    nothing is pending while its hits predate the new document (a client waits for pending 0 and
+    then trusts the hits; an e2e run found the zebrafish sheet missing that way)."""
+    index = doc_host.passages
+    assert index is not None
+    monkeypatch.setattr(index, "kick", lambda: None)  # this test decides when indexing runs
+    searching, nearest = index.search, index.nearest
+
+    def indexed_during(found):
+        index.catch_up()
+        return found
+
+    monkeypatch.setattr(index, "search", lambda *a, **k: indexed_during(searching(*a, **k)))
+    monkeypatch.setattr(index, "nearest", lambda *a, **k: indexed_during(nearest(*a, **k)))
+    admin, reader = doc_host.wiki(SYSTEM), doc_host.wiki(principal("read"))
+    upload(admin, "notes/plan", "fish.txt", b"Zebrafish larvae were counted in the northern tanks.")
+    first = reader.search_attachments("zebrafish")
+    assert first["pending"] == 1 and "fish.txt" not in [h["filename"] for h in first["hits"]]  # searched before it was indexed
+    again = reader.search_attachments("zebrafish")
+    assert again["pending"] == 0 and again["hits"][0]["filename"] == "fish.txt"
+
+    admin.save_page("notes/tabby", title="Tabby", body="A young cat naps often and licks its coat clean, striped.")
+    near = reader.similar_pages("notes/cats", limit=5)
+    assert near["pending"] == 1 and "notes/tabby" not in [p["slug"] for p in near["pages"]]
+    assert "notes/tabby" in [p["slug"] for p in reader.similar_pages("notes/cats", limit=5)["pages"]]
+
+
 # --- derived state --------------------------------------------------------------------------------
 
 

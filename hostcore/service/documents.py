@@ -124,6 +124,7 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
         passages = self._passages()
         scope = self._scope(query, namespace, limit, MAX_PASSAGE_LIMIT)
         passages.kick()
+        status = passages.status()  # before the search: pending 0 then means the hits saw every document
         found = passages.search(query, kind="attachment", namespaces=scope, limit=limit)
         words = query_words(query)
         hits: list[PassageHit] = [
@@ -137,7 +138,6 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
             }
             for p in found
         ]
-        status = passages.status()
         return {"hits": hits, "indexed": int(status["documents"]), "pending": int(status["pending"])}
 
     def similar_pages(self, slug: str, limit: int = 10) -> SimilarPages:
@@ -148,6 +148,7 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
         if not 1 <= limit <= MAX_PASSAGE_LIMIT:
             raise ValidationError(f"must be between 1 and {MAX_PASSAGE_LIMIT}", field="limit")
         passages.kick()
+        pending = passages.pending()  # before the search, as in search_attachments
         vector = passages.document_vector(page_path(slug))
         if vector is None:
             raise Unavailable(
@@ -158,5 +159,5 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
         return {
             "slug": slug,
             "pages": [{"slug": n.slug, "title": n.title, "similarity": round(n.similarity, 4)} for n in near],
-            "pending": passages.pending(),
+            "pending": pending,
         }
