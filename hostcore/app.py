@@ -13,7 +13,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from hostcore.errors import StartupError
-from hostcore.host.config import Config, read_config
+from hostcore.host.config import Config, not_an_instance, read_config
 from hostcore.host.host import Host, backend_problems, register_backends
 from hostcore.host.logs import configure_logging
 from hostcore.host.plugins import load_plugins
@@ -44,6 +44,8 @@ def inspect_instance(
         problems += backend_problems(settings, *register_backends(pm))
     except StartupError as exc:
         problems.append(str(exc))
+    if problems and config is None and (hint := not_an_instance(instance, settings)):
+        problems.append(hint)
     return settings, pm, problems
 
 
@@ -59,10 +61,10 @@ def build_host(
     ``defaults`` replace built-in defaults; the instance file and the environment still win.
     Raises StartupError (a ConfigError) naming every problem.
     """
-    instance.mkdir(parents=True, exist_ok=True)
     settings, pm, problems = inspect_instance(instance, config, plugins, defaults=defaults)
     if problems:
         raise StartupError("; ".join(problems), problems=problems)
+    instance.mkdir(parents=True, exist_ok=True)  # not before: a mistyped --instance leaves no empty folder
     configure_logging(settings["LOG_LEVEL"], pm)
     host = Host(settings, instance, pm, Wiki)
     if start:

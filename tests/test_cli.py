@@ -1,4 +1,7 @@
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -40,6 +43,20 @@ def test_check_names_every_problem(tmp_path):
     result = CliRunner().invoke(main, ["check", "--instance", str(tmp_path)])
     assert result.exit_code == 1
     assert "problem: STORAGE: expected str" in result.stdout and "problem: PUBLIC_URL" in result.stdout
+
+
+def test_a_folder_that_is_not_an_instance_is_named_and_left_alone(tmp_path):
+    """A mistyped --instance: each command says the folder has no hostcore.toml and how to make
+    one, and creates nothing there (the hostcore command, as an operator types it)."""
+    typo = tmp_path / "wki"
+    hostcore = Path(sys.executable).with_name("hostcore")
+    for args in (["serve", "--bind", "127.0.0.1:8999"], ["tools"], ["reindex"], ["check"], ["token", "list"]):
+        result = subprocess.run([hostcore, "--instance", typo, *args], capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0, result
+        assert f"{typo} is not an instance (it has no hostcore.toml): `hostcore --instance {typo} init`" in (
+            result.stdout + result.stderr
+        ), (args, result)
+        assert not typo.exists()
 
 
 def test_check_reports_unknown_plugin(tmp_path):

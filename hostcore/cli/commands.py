@@ -20,7 +20,7 @@ from hostcore.app import build_host, inspect_instance, instance_folder, serving_
 from hostcore.cli.migration import export_command, import_command
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
-from hostcore.host.config import CONFIG_FILE, load_config
+from hostcore.host.config import CONFIG_FILE, load_config, not_an_instance
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
@@ -102,17 +102,21 @@ class HostcoreGroup(click.Group):
     """Loads plugin commands for the instance named on the command line before resolving it."""
 
     _loaded: Path | None = None
-    _load_error: HostcoreError | None = None
+    _load_error: HostcoreError | str | None = None
 
     def _load_plugin_commands(self, instance: Path) -> None:
-        if self._loaded == instance or not (instance / CONFIG_FILE).exists():
+        if self._loaded == instance:
             return
         self._loaded, self._load_error = instance, None
         try:
-            pm = make_plugin_manager(load_config(instance)["PLUGINS"])
+            config = load_config(instance)
+            pm = make_plugin_manager(config["PLUGINS"])
         except HostcoreError as exc:
             self._load_error = exc  # built-in commands still work; `hostcore check` explains
             return
+        self._load_error = not_an_instance(instance, config)
+        if self._load_error:
+            self._loaded = None  # `init` may make it one: look again next time
         pm.hook.register_commands(cli=self)
         for command in self.commands.values():
             _add_instance_option(command)
@@ -128,7 +132,7 @@ class HostcoreGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is None and self._load_error is not None:
-            raise click.ClickException(f"{cmd_name!r} may come from a plugin that did not load: {self._load_error}")
+            raise click.ClickException(f"{cmd_name!r} may come from a plugin that is not loaded: {self._load_error}")
         return command
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -277,8 +281,6 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
 def check(obj: CliContext) -> None:
     """Validate the instance's config and plugins; name every problem."""
     problems: list[str] = []
-    if not (obj.instance / CONFIG_FILE).exists():
-        problems.append(f"{obj.instance / CONFIG_FILE}: missing; run `hostcore init --instance {obj.instance}`")
     try:
         problems += inspect_instance(obj.instance)[2]
         if not problems:

@@ -201,6 +201,17 @@ def read_config(
     return config, problems_in(config) + problems
 
 
+def not_an_instance(instance: Path, config: Config) -> str | None:
+    """What to tell an operator whose instance folder has no config file and whose environment
+    sets nothing either (most often a mistyped ``--instance``); None when it is configured."""
+    if (instance / CONFIG_FILE).exists() or config.env_names:
+        return None
+    return (
+        f"{instance} is not an instance (it has no {CONFIG_FILE}): `hostcore --instance {instance} init` "
+        "creates one on the embedded default, or name the instance you meant"
+    )
+
+
 def load_config(
     instance: Path,
     overrides: Mapping[str, Any] | None = None,
