@@ -7,7 +7,9 @@ sorting) on the previous index format (prefix index '2 3', no title words in ``k
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import sqlite3
 import unicodedata
 from collections.abc import Collection
@@ -20,10 +22,11 @@ from hostcore_sqlite_search import ranking
 SCHEMA = plugin.SCHEMA.replace("prefix = '2 3 4'", "prefix = '2 3'")
 ALL_KEY = "k"
 TEXT_COLUMNS = "{title body tags}"
+START, END = "\x02", "\x03"  # match markers FTS5 put around hits; swapped for <mark> after escaping
 SQL = (
     f"SELECT pages.slug, pages.title, pages.tags, {ranking.SCORE} AS score,"
-    f" snippet(fts, 1, '{ranking.START}', '{ranking.END}', '…', {ranking.SNIPPET_TOKENS}),"
-    f" highlight(fts, 0, '{ranking.START}', '{ranking.END}')"
+    f" snippet(fts, 1, '{START}', '{END}', '…', 32),"
+    f" highlight(fts, 0, '{START}', '{END}')"
     " FROM fts CROSS JOIN pages ON pages.id = fts.rowid"
     " WHERE fts MATCH ? ORDER BY score, fts.rowid LIMIT ? OFFSET ?"
 )
@@ -51,6 +54,16 @@ def compile_match(node: QueryNode) -> str:
         if isinstance(item, Not):
             expr = f"({expr} NOT ({compile_match(item.node)}))"
     return expr
+
+
+def _marked(text: str) -> str:
+    escaped = re.sub(r"\s+", " ", html.escape(text)).strip()
+    return escaped.replace(START, "<mark>").replace(END, "</mark>")
+
+
+def _snippet(body_snippet: str, marked_title: str) -> str:
+    """FTS5's body snippet; else the title with its matches marked (FTS5 gives the body's start when nothing matches)."""
+    return _marked(marked_title if START not in body_snippet and START in marked_title else body_snippet)
 
 
 class PreviousSqliteSearch(plugin.SqliteSearch):
@@ -89,7 +102,7 @@ class PreviousSqliteSearch(plugin.SqliteSearch):
         with self._connection() as db:
             rows = db.execute(SQL, (match, limit + 1, offset)).fetchall()
         hits = [
-            SearchHit(slug, title, tuple(json.loads(tags)), plugin._snippet(snippet, marked), -float(score))
+            SearchHit(slug, title, tuple(json.loads(tags)), _snippet(snippet, marked), -float(score))
             for slug, title, tags, score, snippet, marked in rows[:limit]
         ]
         return SearchResults(hits, len(rows) > limit)

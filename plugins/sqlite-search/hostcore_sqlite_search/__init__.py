@@ -31,7 +31,6 @@ page of a query, or the same query again, skips ranking; per query shape through
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import os
@@ -70,7 +69,8 @@ from hostcore import (
     recover_sqlite,
 )
 
-from .ranking import END, START, Candidates, candidates, extend, page_rows, rank
+from .ranking import Candidates, candidates, extend, page_rows, rank
+from .snippets import Marker
 
 log = logging.getLogger(__name__)
 
@@ -171,18 +171,6 @@ def compile_title_matches(node: QueryNode) -> list[str]:
     if len(leaves) < 2:
         return [f"keys : ({leaf})" for leaf in leaves]
     return ["keys : (" + " AND ".join(f"({leaf})" for leaf in leaves) + ")", "keys : (" + " OR ".join(f"({leaf})" for leaf in leaves) + ")"]
-
-
-def expands_prefix(node: QueryNode) -> bool:
-    """Whether FTS5 merges the doclists of many words for ``node``: a prefix of a length it keeps no index for."""
-    if isinstance(node, Term | Phrase):
-        last = node.text if isinstance(node, Term) else node.words[-1]
-        return node.prefix and len(last) not in PREFIX_INDEX
-    if isinstance(node, Not):
-        return expands_prefix(node.node)
-    if isinstance(node, Tag):
-        return False
-    return any(expands_prefix(child) for child in node.nodes)
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -405,7 +393,7 @@ class SqliteSearch(SearchBackend):
                 tiered = len(leaves) == 1 and isinstance(leaves[0], Term)
                 found = self._candidates(db, match, titled, tiered, offset + limit + 1)
                 ranked, more = rank(db, match, found, offset, limit)
-                rows = page_rows(db, match, [rowid for rowid, _ in ranked], one_pass=expands_prefix(node))
+                rows = page_rows(db, [rowid for rowid, _ in ranked])
             except BaseException as exc:
                 if db.in_transaction:
                     with suppress(sqlite3.Error):
@@ -416,10 +404,10 @@ class SqliteSearch(SearchBackend):
                 log.warning("sqlite search: FTS5 rejected %r compiled from %r: %s", match, query, exc)
                 raise ValidationError("could not be understood; use plain words", field="query") from exc
             db.execute("COMMIT")
-        hits = []
+        marker, hits = Marker.of(leaves), []
         for rowid, score in ranked:
-            slug, title, tags, snippet, marked_title = rows[rowid]
-            hits.append(SearchHit(slug, title, tuple(json.loads(tags)), _snippet(snippet, marked_title), -float(score)))
+            slug, title, tags, body = rows[rowid]
+            hits.append(SearchHit(slug, title, tuple(json.loads(tags)), marker.snippet(title, body), -float(score)))
         return SearchResults(hits, more)
 
     def _candidates(self, db: sqlite3.Connection, match: str, titled: list[str], tiered: bool, need: int) -> Candidates:
@@ -456,19 +444,6 @@ class SqliteSearch(SearchBackend):
 
 
 _INHERITED: list[sqlite3.Connection] = []  # connections a forked child must neither use nor close
-
-
-def _marked(text: str) -> str:
-    """Escape ``text`` and turn FTS5's match markers into ``<mark>``."""
-    escaped = _SPACES.sub(" ", html.escape(text)).strip()
-    return escaped.replace(START, "<mark>").replace(END, "</mark>")
-
-
-def _snippet(body_snippet: str, marked_title: str) -> str:
-    """The body around the matches; else the title with its matches marked; else the body's start."""
-    if START not in body_snippet and START in marked_title:
-        return _marked(marked_title)
-    return _marked(body_snippet)  # with no match FTS5 gives the start of the body
 
 
 @hookimpl

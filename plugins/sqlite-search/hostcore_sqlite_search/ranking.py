@@ -20,9 +20,7 @@ every row that entered the sorter. So:
   any body match (unless its page is over seven times the average length), so this is the order of
   the capped set above, with one statement (one pass over the word's doclist) instead of two. A
   page past the tier adds the ``WINDOW`` most recent other matches after it, best first.
-- Snippets and the title highlight are built for the returned page only, in one statement that
-  seeks each of its rows (or reads the page's rowid range once when a prefix has no prefix index,
-  since FTS5 would expand it again for every row).
+- Snippets are built for the returned page only, in Python from each row's text (:mod:`.snippets`).
 
 Scores are the same formula as before (lower is better in SQL; hits carry its negation); the title
 words in ``keys`` add a few tokens to each page's length, which bm25 normalises by.
@@ -42,8 +40,6 @@ SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.
 WINDOW = 1000  # a query matching more pages ranks its most recent WINDOW matches...
 TITLE_WINDOW = 1000  # ...and up to this many (most recent) older title matches
 TIER_WINDOW = 1500  # a one-word query ranks this many of its most recent title matches (see ``candidates``)
-SNIPPET_TOKENS = 32  # FTS5 cuts snippets by tokens: about 200 characters of ordinary text
-START, END = "\x02", "\x03"  # match markers FTS5 puts around hits; swapped for <mark> after escaping
 
 Row = tuple[int, float]  # rowid, score
 
@@ -143,22 +139,13 @@ def _rest(db: sqlite3.Connection, match: str, below: int, ranked: frozenset[int]
     return rows
 
 
-def page_rows(db: sqlite3.Connection, match: str, rowids: list[int], one_pass: bool) -> dict[int, tuple[str, str, str, str, str]]:
-    """rowid -> (slug, title, tags as JSON, body snippet, title) for these rows only.
-
-    The snippet and the title carry FTS5's markers around the matches of ``match``. FTS5 finds each
-    row by seeking every doclist of ``match`` to it, unless ``one_pass`` (``match`` expands a
-    prefix, which FTS5 would redo for every row): then one pass reads the page's rowid range.
-    """
+def page_rows(db: sqlite3.Connection, rowids: list[int]) -> dict[int, tuple[str, str, str, str]]:
+    """rowid -> (slug, title, tags as JSON, body) for these rows only (:mod:`.snippets` marks them)."""
     if not rowids:
         return {}
-    marks = ",".join("?" * len(rowids))
-    rows, args = f"fts.rowid IN ({marks})", [match, *rowids]
-    if one_pass:
-        rows, args = f"fts.rowid BETWEEN ? AND ? AND +fts.rowid IN ({marks})", [match, min(rowids), max(rowids), *rowids]
     found = db.execute(
-        f"SELECT fts.rowid, pages.slug, pages.title, pages.tags, snippet(fts, 1, '{START}', '{END}', '…', {SNIPPET_TOKENS}),"
-        f" highlight(fts, 0, '{START}', '{END}') FROM fts JOIN pages ON pages.id = fts.rowid WHERE fts MATCH ? AND {rows}",
-        args,
+        "SELECT pages.id, pages.slug, pages.title, pages.tags, fts.body FROM pages JOIN fts ON fts.rowid = pages.id"
+        f" WHERE pages.id IN ({','.join('?' * len(rowids))})",
+        rowids,
     )
     return {row[0]: row[1:] for row in found}
