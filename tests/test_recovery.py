@@ -16,11 +16,12 @@ from click.testing import CliRunner
 from hostcore import SYSTEM, Unavailable, create_app
 from hostcore.cli import main
 from hostcore.host.host import Host
+from hostcore_sqlite_search import FORMAT
 
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite"], "STORAGE": "git", "SEARCH": "sqlite"}
 PAGES = 120
 FILES = {
-    "search": "search/sqlite-search-v2.db",
+    "search": f"search/sqlite-search-v{FORMAT}.db",
     "links": "links.sqlite",
     "history": "wiki/hostcore-history.sqlite",
 }

@@ -17,6 +17,7 @@ import pytest
 
 from hostcore import testing
 from hostcore.testing import fill_disk, small_disk, stop_process_group
+from hostcore_sqlite_search import FORMAT
 
 from .conftest import mcp_session, ok, tool_error
 
@@ -75,7 +76,7 @@ def test_a_server_started_on_damaged_indexes_answers_and_rebuilds_them(tmp_path:
     wiki = Wiki(tmp_path / "instance", tmp_path / "serve.log")
     wiki.fill()
     damaged = {
-        "search/sqlite-search-v2.db": lambda data: b"garbage" * 1000,
+        f"search/sqlite-search-v{FORMAT}.db": lambda data: b"garbage" * 1000,
         "links.sqlite": lambda data: data[: len(data) // 2],
         "wiki/hostcore-history.sqlite": lambda data: data[:8192] + b"\xa5" * (len(data) - 16384) + data[-8192:],
     }

@@ -21,7 +21,9 @@ title matches comes first. User words never reach MATCH as syntax: the shared qu
 
 Cost: matching is cheap; bm25 costs about a microsecond a row, so a query matching thousands of
 pages ranks a capped candidate set instead of every match (:mod:`.ranking` says which, and why
-paging stays exact). At 50,000 pages the whole search call took p50 5.6 / p95 10 ms of CPU, against
+paging stays exact). Common words a query requires beside others are checked against a mask each
+page carries instead of their long doclists (:mod:`.common`), and snippets are built in Python for
+the returned page only (:mod:`.snippets`). At 50,000 pages the whole search call took p50 5.6 / p95 10 ms of CPU, against
 9 / 50 ms when every match was ranked (``bench/search_engines.py``, both measured in one run).
 Each backend remembers the ranked candidates of its last ``REMEMBERED`` queries while the index keeps
 its generation (a random value every write stores, read in the search's own snapshot), so the next
@@ -69,12 +71,13 @@ from hostcore import (
     recover_sqlite,
 )
 
-from .ranking import Candidates, candidates, extend, page_rows, rank
+from .common import split_common, stops_of
+from .ranking import Candidates, Match, candidates, extend, page_rows, rank
 from .snippets import Marker
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # bump when the schema, tokenizer or keys change: a new file is built from storage
+FORMAT = 3  # bump when the schema, tokenizer or keys change: a new file is built from storage
 MAX_LIMIT = 1000
 BUSY_TIMEOUT_MS = 5000
 WAL_LIMIT = 8_000_000
@@ -98,7 +101,8 @@ CREATE TABLE IF NOT EXISTS pages(
     namespace TEXT NOT NULL,
     title TEXT NOT NULL,
     tags TEXT NOT NULL,
-    hash TEXT NOT NULL
+    hash TEXT NOT NULL,
+    stops INTEGER NOT NULL DEFAULT 0
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, body, tags, keys,
@@ -194,7 +198,7 @@ class SqliteSearch(SearchBackend):
         self._guard = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
-        self._remembered: OrderedDict[tuple[str, str, tuple[str, ...]], Candidates] = OrderedDict()  # (generation, match, titled)
+        self._remembered: OrderedDict[tuple[str, Match, tuple[str, ...]], Candidates] = OrderedDict()  # (generation, match, titled)
         if recover_sqlite(self.path, "search index"):
             self.rebuild.start()
         with self._connection() as db:
@@ -327,16 +331,19 @@ class SqliteSearch(SearchBackend):
 
     @staticmethod
     def _insert(db: sqlite3.Connection, doc: SearchDoc) -> None:
-        title, tags = _clean(doc.title), [_clean(tag) for tag in doc.tags]
+        title, body, tags = _clean(doc.title), _clean(doc.body), [_clean(tag) for tag in doc.tags]
+        tags_text = "\n".join(tags)
+        title_words, body_words, tag_words = analyse(title), analyse(body), analyse(tags_text)
+        stops = stops_of(title_words) | stops_of(body_words) | stops_of(tag_words)
         (rowid,) = db.execute(
-            "INSERT INTO pages(slug, namespace, title, tags, hash) VALUES(?, ?, ?, ?, ?) RETURNING id",
-            (doc.slug, doc.namespace, title, json.dumps(tags, ensure_ascii=False), doc.hash),
+            "INSERT INTO pages(slug, namespace, title, tags, hash, stops) VALUES(?, ?, ?, ?, ?, ?) RETURNING id",
+            (doc.slug, doc.namespace, title, json.dumps(tags, ensure_ascii=False), doc.hash, stops),
         ).fetchone()
         keys = [_ALL_KEY, _key("n", doc.namespace)] + [_key("t", tag.lower()) for tag in tags]
-        keys += [_TITLE_KEY + word for word in dict.fromkeys(analyse(title))]
+        keys += [_TITLE_KEY + word for word in dict.fromkeys(title_words)]
         db.execute(
             "INSERT INTO fts(rowid, title, body, tags, keys) VALUES(?, ?, ?, ?, ?)",
-            (rowid, title, _clean(doc.body), "\n".join(tags), " ".join(keys)),
+            (rowid, title, body, tags_text, " ".join(keys)),
         )
 
     def optimize(self) -> None:
@@ -382,14 +389,16 @@ class SqliteSearch(SearchBackend):
         node = parse_query(query, analyse)
         if namespaces is not None and not namespaces:
             return SearchResults([], False)
-        match = compile_match(node)
+        looked_for, stops = split_common(node)
+        expr = compile_match(looked_for)
         if namespaces is not None:
-            match = f"({match}) AND keys : (" + " OR ".join(_quoted(_key("n", ns)) for ns in sorted(namespaces)) + ")"
-        titled = [f"({match}) AND {title_match}" for title_match in compile_title_matches(node)]
+            expr = f"({expr}) AND keys : (" + " OR ".join(_quoted(_key("n", ns)) for ns in sorted(namespaces)) + ")"
+        match = Match(expr, stops)
+        titled = [f"({expr}) AND {title_match}" for title_match in compile_title_matches(looked_for)]
         with self._connection() as db:
             db.execute("BEGIN")  # one snapshot: the generation read is the one ranked
             try:
-                leaves = list(positive_leaves(node))
+                leaves = list(positive_leaves(looked_for))
                 tiered = len(leaves) == 1 and isinstance(leaves[0], Term)
                 found = self._candidates(db, match, titled, tiered, offset + limit + 1)
                 ranked, more = rank(db, match, found, offset, limit)
@@ -404,13 +413,13 @@ class SqliteSearch(SearchBackend):
                 log.warning("sqlite search: FTS5 rejected %r compiled from %r: %s", match, query, exc)
                 raise ValidationError("could not be understood; use plain words", field="query") from exc
             db.execute("COMMIT")
-        marker, hits = Marker.of(leaves), []
+        marker, hits = Marker.of(positive_leaves(node)), []
         for rowid, score in ranked:
             slug, title, tags, body = rows[rowid]
             hits.append(SearchHit(slug, title, tuple(json.loads(tags)), marker.snippet(title, body), -float(score)))
         return SearchResults(hits, more)
 
-    def _candidates(self, db: sqlite3.Connection, match: str, titled: list[str], tiered: bool, need: int) -> Candidates:
+    def _candidates(self, db: sqlite3.Connection, match: Match, titled: list[str], tiered: bool, need: int) -> Candidates:
         """The ranked candidates of ``match``, at least ``need`` of them when it has that many
         (:func:`.ranking.candidates`), remembered while the index keeps its generation."""
         current = generation(db)

@@ -49,6 +49,41 @@ def _order(row: Row) -> tuple[float, int]:
 
 
 @dataclass(frozen=True)
+class Match:
+    """A compiled query: the FTS5 expression, and the mask of common words its pages must hold
+    besides (``pages.stops``, :mod:`.common`)."""
+
+    expr: str
+    stops: int = 0
+
+    def narrowed(self, expr: str) -> Match:
+        return Match(expr, self.stops)
+
+
+def _select(db: sqlite3.Connection, what: str, match: Match, *, below: int | None = None, limit: int | None = None, offset: int = 0) -> sqlite3.Cursor:
+    """``what`` of the rows matching ``match`` (older than rowid ``below``), most recent first."""
+    sql, args = f"SELECT {what} FROM fts", list[str | int]()
+    if match.stops:
+        sql += " CROSS JOIN pages ON pages.id = fts.rowid"  # fts first: its rowid order, no sort
+    sql += " WHERE fts MATCH ?"
+    args.append(match.expr)
+    if match.stops:
+        sql += " AND (pages.stops & ?) = ?"
+        args += [match.stops, match.stops]
+    if below is not None:
+        sql += " AND fts.rowid < ?"
+        args.append(below)
+    sql += " ORDER BY fts.rowid DESC"
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        args += [limit, offset]
+    return db.execute(sql, args)
+
+
+SCORED = f"fts.rowid, {SCORE}"
+
+
+@dataclass(frozen=True)
 class Candidates:
     """What a query ranks before paging: its candidates best first, and where the unranked matches start."""
 
@@ -58,7 +93,7 @@ class Candidates:
     tier: bool = False  # only the title tier so far: ``extend`` adds the recent window after it
 
 
-def candidates(db: sqlite3.Connection, match: str, titled: list[str], *, tiered: bool = False, need: int = 0) -> Candidates:
+def candidates(db: sqlite3.Connection, match: Match, titled: list[str], *, tiered: bool = False, need: int = 0) -> Candidates:
     """The ranked candidates of ``match`` (every match when at most WINDOW).
 
     ``titled``: ``match`` restricted to pages whose title holds the words it looks for, best first
@@ -70,33 +105,32 @@ def candidates(db: sqlite3.Connection, match: str, titled: list[str], *, tiered:
     another process, which remembers nothing, continues the same order.
     """
     if tiered and titled and _holds(db, match, WINDOW):  # broad
-        sql = f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?"
-        tier = db.execute(sql, (titled[0], TIER_WINDOW)).fetchall()
+        tier = _select(db, SCORED, match.narrowed(titled[0]), limit=TIER_WINDOW).fetchall()
         found = Candidates(sorted(tier, key=_order), None, frozenset(rowid for rowid, _ in tier), tier=True)
         return found if len(tier) >= need else extend(db, match, found)
-    window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
+    window = _select(db, SCORED, match, limit=WINDOW).fetchall()
     if len(window) < WINDOW:
         return Candidates(sorted(window, key=_order), None, frozenset())
     below = window[-1][0]
-    titles = _title_matches(db, titled, below)
+    titles = _title_matches(db, match, titled, below)
     return Candidates(sorted([*window, *titles.items()], key=_order), below, frozenset(titles))
 
 
-def _holds(db: sqlite3.Connection, expression: str, count: int) -> bool:
-    """Whether ``expression`` has at least ``count`` matches: read without scoring, and no further."""
-    return db.execute("SELECT 1 FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (expression, count - 1)).fetchone() is not None
+def _holds(db: sqlite3.Connection, match: Match, count: int) -> bool:
+    """Whether ``match`` has at least ``count`` matches: read without scoring, and no further."""
+    return _select(db, "1", match, limit=1, offset=count - 1).fetchone() is not None
 
 
-def extend(db: sqlite3.Connection, match: str, found: Candidates) -> Candidates:
+def extend(db: sqlite3.Connection, match: Match, found: Candidates) -> Candidates:
     """A title tier followed by the best of the WINDOW most recent other matches."""
-    window = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?", (match, WINDOW)).fetchall()
+    window = _select(db, SCORED, match, limit=WINDOW).fetchall()
     below = window[-1][0] if len(window) == WINDOW else None
     others = sorted((row for row in window if row[0] not in found.titled), key=_order)
     older = frozenset(rowid for rowid in found.titled if below is not None and rowid < below)
     return Candidates(found.ranked + others, below, older)
 
 
-def rank(db: sqlite3.Connection, match: str, found: Candidates, offset: int, limit: int) -> tuple[list[Row], bool]:
+def rank(db: sqlite3.Connection, match: Match, found: Candidates, offset: int, limit: int) -> tuple[list[Row], bool]:
     """The ``limit`` best (rowid, score) after ``offset`` among ``found`` (the candidates of ``match``), and whether more follow."""
     if found.tier and offset + limit >= len(found.ranked):
         found = extend(db, match, found)
@@ -106,7 +140,7 @@ def rank(db: sqlite3.Connection, match: str, found: Candidates, offset: int, lim
     return ranked[offset : offset + limit], len(ranked) > offset + limit
 
 
-def _title_matches(db: sqlite3.Connection, titled: list[str], below: int) -> dict[int, float]:
+def _title_matches(db: sqlite3.Connection, match: Match, titled: list[str], below: int) -> dict[int, float]:
     """Up to TITLE_WINDOW of the most recent title matches older than rowid ``below``, with scores.
 
     The pages whose title holds any word come in one statement (each statement that scores rows
@@ -115,19 +149,16 @@ def _title_matches(db: sqlite3.Connection, titled: list[str], below: int) -> dic
     """
     found: dict[int, float] = {}
     for expression in reversed(titled):  # any word, then (if that was cut short) every word
-        rows = db.execute(
-            f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
-            (expression, below, TITLE_WINDOW),
-        ).fetchall()
+        rows = _select(db, SCORED, match.narrowed(expression), below=below, limit=TITLE_WINDOW).fetchall()
         found.update(rows)
         if len(rows) < TITLE_WINDOW:
             break  # every match of this expression is in: so are those of the narrower one
     return found
 
 
-def _rest(db: sqlite3.Connection, match: str, below: int, ranked: frozenset[int], count: int) -> list[Row]:
+def _rest(db: sqlite3.Connection, match: Match, below: int, ranked: frozenset[int], count: int) -> list[Row]:
     rows: list[Row] = []
-    cursor = db.execute(f"SELECT rowid, {SCORE} FROM fts WHERE fts MATCH ? AND rowid < ? ORDER BY rowid DESC", (match, below))
+    cursor = _select(db, SCORED, match, below=below)
     try:
         for row in cursor:
             if row[0] not in ranked:
