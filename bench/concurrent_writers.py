@@ -11,6 +11,9 @@ write token with the CLI, then runs the load twice against the same server:
   page repeatedly (the first save creates it, every later one sends the hash it got back as
   basehash) for at most --seconds and --saves saves.
 
+Prints the server's CPU time per write too (its processes' user + system time over the run, from
+/proc): steadier than the rate on a machine whose speed changes from minute to minute.
+
 Each save is a raw JSON-RPC ``tools/call save_page`` POST carrying a real bearer token. Prints
 acknowledged writes per second and the p50/p95/p99 latency of each run, and checks from outside
 with git that the branch gained exactly one commit per acknowledged write and that every page holds
@@ -123,6 +126,24 @@ def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves
     return latencies, wall, {slug: last for slug, _, last in results if last is not None}
 
 
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its descendants (the workers)."""
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tree, total = {pid}, 0.0
+    for _ in range(4):  # serve -> gunicorn master -> workers
+        tree |= {child for child, (parent, _) in stats.items() if parent in tree}
+    for member in tree:
+        total += stats.get(member, (0, 0.0))[1]
+    return total
+
+
 def git(git_dir: Path, *args: str) -> str:
     return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=True).stdout
 
@@ -144,9 +165,9 @@ def check(git_dir: Path, before: int, acknowledged: int, last: dict[str, int]) -
         print(f"{'':34s} LOST: {len(lost)} pages do not hold their last acknowledged save: {lost[:5]}")
 
 
-def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str) -> tuple[float, float, float, list[float]]:
+def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str) -> tuple[float, float, float, list[float], float]:
     """One fresh instance and server: 1 writer, then --writers writers. Returns (1-writer rate,
-    load rate, load p99 ms, load latencies)."""
+    load rate, load p99 ms, load latencies, the server's CPU ms per write under load)."""
     from hostcore.testing import cli, create_token, start_server, stop_process_group
 
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-") as tmp:
@@ -161,9 +182,12 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str) ->
             print(f"{label}: hostcore serve, {args.workers} workers x {threads} threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
             rates, latencies = [], []
             for run, name, writers in (("single", "baseline: 1 writer", 1), ("load", f"load: {args.writers} writers", args.writers)):
-                before = int(git(git_dir, "rev-list", "--count", "HEAD"))
+                before, cpu = int(git(git_dir, "rev-list", "--count", "HEAD")), server_cpu(proc.pid)
                 latencies, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
+                time.sleep(0.5)  # the background catch-up of the last saves
+                cpu_per_write = (server_cpu(proc.pid) - cpu) * 1000 / max(1, len(latencies))
                 rates.append(report(name, latencies, wall))
+                print(f"{'':34s} server CPU {cpu_per_write:.1f} ms per write")
                 check(git_dir, before, len(latencies), last)
             print(f"{args.writers} writers save {rates[1] / rates[0]:.1f} times as many pages per second as 1 writer")
         finally:
@@ -171,7 +195,7 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str) ->
         if "Traceback" in log.read_text(errors="replace"):
             print(f"the server logged errors:\n{log.read_text(errors='replace')[-3000:]}", file=sys.stderr)
     ms = sorted(x * 1000 for x in latencies)
-    return rates[0], rates[1], statistics.quantiles(ms, n=100)[98], ms
+    return rates[0], rates[1], statistics.quantiles(ms, n=100)[98], ms, cpu_per_write
 
 
 def main() -> None:
@@ -197,7 +221,7 @@ def main() -> None:
         # The core and every plugin of REV ahead of the installed (editable) ones on the path.
         path = os.pathsep.join([old, *sorted(str(p) for p in Path(old, "plugins").iterdir() if p.is_dir())])
         variants = {"this tree": env, args.compare: env | {"PYTHONPATH": path}}
-        results: dict[str, list[tuple[float, float, float, list[float]]]] = {name: [] for name in variants}
+        results: dict[str, list[tuple[float, float, float, list[float], float]]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, variant_env in variants.items():
                 results[name].append(serve_and_load(args, variant_env, name))
@@ -208,8 +232,8 @@ def main() -> None:
         q = statistics.quantiles(ms, n=100)
         rate = statistics.median(run[1] for run in runs)
         summary[name] = rate, q[98]
-        print(f"{name:>12}: {args.writers} writers {rate:6.1f} writes/s (median of {len(runs)}), p50 {q[49]:6.0f} ms, p99 {q[98]:6.0f} ms;"
-              f" 1 writer {statistics.median(run[0] for run in runs):5.1f} writes/s")
+        print(f"{name:>12}: {args.writers} writers {rate:6.1f} writes/s (median of {len(runs)}), p50 {q[49]:6.0f} ms, p99 {q[98]:6.0f} ms,"
+              f" server CPU {statistics.median(run[4] for run in runs):4.1f} ms per write; 1 writer {statistics.median(run[0] for run in runs):5.1f} writes/s")
     (new_rate, new_p99), (old_rate, old_p99) = summary["this tree"], summary[args.compare]
     print(f"this tree / {args.compare}: {new_rate / old_rate:.2f}x the writes per second, p99 {new_p99 / old_p99:.2f}x")
 

@@ -46,6 +46,7 @@ from hostcore.cli.commands import EMBEDDED_EMBEDDER, EMBEDDED_PLUGINS, EMBEDDED_
 from hostcore.domain.pages import NAMESPACE_FILE
 from hostcore.domain.principal import SYSTEM
 from hostcore.host.host import Host
+from hostcore.indexes.indexer import follower
 
 # Taken out of the environment: hostcore refuses HOSTCORE_* variables that name no setting.
 EXAMPLES = int(os.environ.pop("HOSTCORE_FUZZ_EXAMPLES", "0"))
@@ -190,8 +191,10 @@ def fuzz_app(tmp_path_factory: pytest.TempPathFactory) -> Flask:
 
 def _snapshot(host: Host) -> tuple[Any, ...]:
     """What a failed call must leave as it was: the storage version (with git, the head commit, so
-    also the number of commits), every stored file's hash and the search index's documents."""
+    also the number of commits), every stored file's hash and the search index's documents (once
+    the background catch-up has taken the earlier calls' changes)."""
     assert host.search is not None
+    follower(host).wait()
     return host.storage.version(), host.storage.hashes(), host.search.hashes()
 
 

@@ -1,6 +1,7 @@
 """search and fetch through the service layer, on git storage, with each search plugin."""
 
 import subprocess
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -8,6 +9,7 @@ from click.testing import CliRunner
 from hostcore import Unavailable, ValidationError, create_app
 from hostcore.cli.commands import main
 from hostcore.domain.principal import SYSTEM
+from hostcore.indexes.indexer import follower
 
 from .conftest import principal
 
@@ -126,13 +128,44 @@ def test_catch_up_after_outside_commit_and_reindex(search_host, tmp_path, monkey
 
 def test_index_records_the_storage_version_it_reflects(search_host):
     backend = search_host.search
-    assert backend.storage_version() == search_host.storage.version()  # recorded by the catch-up after each write
+    follower(search_host).wait()
+    assert backend.storage_version() == search_host.storage.version()  # recorded by the catch-up after the writes
     backend.set_storage_version("f" * 40)
     reopened = type(backend)(backend.root, backend.config)
     assert reopened.storage_version() == "f" * 40
     reopened.clear()
     assert backend.storage_version() is None and reopened.hashes() == {}
     reopened.close()
+
+
+def test_saves_answer_without_waiting_for_the_index_and_reads_catch_up_first(search_host, monkeypatch):
+    """A save is acknowledged once storage has it; the process's background catch-up indexes it,
+    the saves that come meanwhile in one pass, and a search waits for it rather than answer older."""
+    admin, backend = search_host.wiki(SYSTEM), search_host.search
+    follower(search_host).wait()
+    indexing, release, passes = threading.Event(), threading.Event(), []
+    update = backend.update
+
+    def held(docs=(), removed=()):
+        passes.append(sorted(d.slug for d in docs))
+        indexing.set()
+        assert release.wait(30), "the test never released the index"
+        update(docs, removed)
+
+    monkeypatch.setattr(backend, "update", held)
+    admin.save_page("notes/first", body="quasar one")
+    assert indexing.wait(30)  # the background catch-up is now held inside the index update
+    saved = [admin.save_page(f"notes/next{i}", body=f"quasar {i}") for i in range(5)]  # answered meanwhile
+    assert all(s["hash"] for s in saved) and passes == [["notes/first"]]
+    found: list[list[str]] = []
+    reader = threading.Thread(target=lambda: found.append(slugs(search_host.wiki(principal("read")).search("quasar", limit=50))))
+    reader.start()
+    reader.join(0.5)
+    assert reader.is_alive() and not found  # the search waits for the catch-up instead of answering without the pages
+    release.set()
+    reader.join(30)
+    assert sorted(found[0]) == ["notes/first", *(f"notes/next{i}" for i in range(5))]
+    assert passes[1:] == [[f"notes/next{i}" for i in range(5)]]  # the saves that came meanwhile: one pass
 
 
 def test_index_failure_never_loses_the_write(search_host, monkeypatch):

@@ -284,9 +284,9 @@ class Host:
                 fn()
             except Exception:
                 log.exception("a plugin's close callback (%s) failed", getattr(fn, "__qualname__", fn))
-        poller = self.state.get("hostcore.indexer.poller")
-        if poller is not None:  # the background catch-up (CATCH_UP_SECONDS): stopped before the indexes close
-            poller.stop()
+        follower = self.state.get("hostcore.indexer.follower")
+        if follower is not None:  # the background catch-up: done and stopped before the indexes close
+            follower.stop()
         self.links.rebuild.wait()
         if self.search is not None:
             self.search.rebuild.wait()

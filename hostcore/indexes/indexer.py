@@ -3,9 +3,11 @@ writes and pages changed outside hostcore (a ``git push`` into the repository, a
 
 Each index records the storage version it reflects (``Storage.version``: the git commit). When the
 storage moved past it, the index is caught up along ``Storage.changed_since`` (a tree diff, so
-the cost follows what changed, not the wiki's size): at start-up, after each page event (which
-also keeps concurrent writers' updates in commit order), and before any answer that reads an index
-(:func:`catch_up`: one read of the storage's version when nothing changed). When the storage
+the cost follows what changed, not the wiki's size): at start-up, in each process's background
+thread after its page events (:class:`Follower`: in commit order, the events that come together in
+one pass; the save does not wait), and before any answer that reads an index (:func:`catch_up`:
+one read of the storage's version when nothing changed, so a read never answers from an index
+older than the writes acknowledged before it). When the storage
 keeps no versions, or cannot diff from the recorded one, the index is compared page by page with
 storage's hashes instead (start-up, ``hostcore reindex``) and page events update it directly.
 Catching up is serialised across processes by ``indexes.lock`` in the instance folder.
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hostcore.index")
 BATCH = 500
+FOLLOWER = "hostcore.indexer.follower"  # host.state key of the process's Follower
 OPTIMIZE_AFTER = 1000  # pages indexed in one catch-up that make compacting the index worth it
 
 
@@ -198,44 +201,98 @@ def rebuild(host: Host, name: str, catch_up_index: Callable[..., tuple[int, int]
     log.info("%s: rebuilt from storage, %d pages in %.1f s", name, total, time.monotonic() - started)
 
 
-class Poller:
-    """Each worker's background catch-up, every ``CATCH_UP_SECONDS``: with several hosts on one
-    storage, the indexes follow the other hosts' changes before a read asks (the read still
-    checks, so what it answers is never older). An unreachable storage is logged once."""
+class Follower:
+    """Each process's background catch-up: after every page event it makes, and every
+    ``CATCH_UP_SECONDS`` when that is set (with several hosts on one storage, the indexes then
+    follow the other hosts' changes before a read asks).
 
-    def __init__(self, host: Host, seconds: float) -> None:
+    A save answers once storage has it, without waiting for the indexes: the next read catches up
+    first, in whichever process, so what it answers is never older. Events that come while a
+    catch-up runs are taken by the next one, in one pass (one transaction or commit per index for
+    all of them). An unreachable storage is logged once.
+    """
+
+    def __init__(self, host: Host, seconds: float = 0.0) -> None:
         self.host, self.seconds = host, seconds
-        self._stop = threading.Event()
+        self._changed = threading.Condition()
+        self._again = self._stopping = self._busy = False
+        self._thread: threading.Thread | None = None
+        if seconds > 0:
+            self._start()
+
+    def kick(self) -> None:
+        """Catch up soon: storage changed."""
+        with self._changed:
+            self._again = True
+            if self._thread is None and not self._stopping:
+                self._start()
+            self._changed.notify_all()
+
+    def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="hostcore-catch-up", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         down = False
-        while not self._stop.wait(self.seconds):
+        while True:
+            with self._changed:
+                if self.seconds > 0 and not (self._again or self._stopping):
+                    self._changed.wait(self.seconds)
+                if not self._again and (self._stopping or self.seconds <= 0):  # done: kicked again, it starts anew
+                    self._thread = None
+                    return
+                self._again, self._busy = False, True
             try:
-                catch_up(self.host, logging.DEBUG)
-            except Unavailable as exc:
-                if not down:
-                    log.warning("background catch-up: %s; trying again every %s s", exc, self.seconds)
-                down = True
-                continue
-            except Exception:
-                log.exception("background catch-up failed; trying again in %s s", self.seconds)
-                continue
-            if down:
-                log.warning("background catch-up: the storage answers again")
-            down = False
+                down = self._catch_up(down)
+            finally:
+                with self._changed:
+                    self._busy = False
+                    self._changed.notify_all()
+
+    def _catch_up(self, down: bool) -> bool:
+        """One catch-up; returns whether the storage was unreachable."""
+        try:
+            catch_up(self.host, logging.DEBUG)
+        except Unavailable as exc:
+            if not down:
+                log.warning("background catch-up: %s; trying again at the next change or read", exc)
+            return True
+        except Exception:
+            log.exception("background catch-up failed; it is tried again at the next change or read")
+            return down
+        if down:
+            log.warning("background catch-up: the storage answers again")
+        return False
+
+    def wait(self) -> None:
+        """Wait until every page event so far is caught up (tests, benchmarks)."""
+        with self._changed:
+            while self._again or self._busy:
+                self._changed.wait()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        """Finish what was asked (a CLI command's saves leave the indexes current) and stop."""
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+
+def follower(host: Host) -> Follower:
+    """The host's :class:`Follower` (made at start-up, or at the first page event of a host that was not started)."""
+    found = host.state.get(FOLLOWER)
+    if found is None:
+        found = host.state.setdefault(FOLLOWER, Follower(host))
+    return found
 
 
 @hookimpl
 def startup(host: Host) -> None:
     seconds = host.config.get("CATCH_UP_SECONDS") or 0
-    if seconds > 0 and host.storage.version() is not None and "hostcore.indexer.poller" not in host.state:
-        host.state["hostcore.indexer.poller"] = Poller(host, seconds)
+    if FOLLOWER not in host.state:
+        host.state[FOLLOWER] = Follower(host, seconds if host.storage.version() is not None else 0.0)
     if host.disk_full():
         log.warning(
             "the wiki's disk is full (less than MIN_FREE_BYTES free): serving reads and searches only, writes are "
@@ -261,9 +318,13 @@ def startup(host: Host) -> None:
 
 
 def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
-    # Indexes that record a storage version follow its changes, in commit order, whichever
-    # process made them; the others take the event's pages as they come.
-    followed = catch_up(host, logging.DEBUG)
+    # Indexes that record a storage version follow its changes in the background, in commit order,
+    # whichever process made them; the others take the event's pages as they come.
+    followed: list[Index] = []
+    if host.storage.version() is not None:
+        follower(host).kick()
+        known = host.state.get("hostcore.indexer", {}).get("followed")
+        followed = known if known is not None else catch_up(host, logging.DEBUG)  # a first event learns which
     if not any(index is host.links for index in followed):
         _safely("link graph update", lambda: host.links.update(pages, removed))
     search = host.search
