@@ -4,9 +4,10 @@ system, on Windows or macOS, would merge the two). Names already stored stay rea
 
 import pytest
 
-from hostcore import ValidationError
+from hostcore import ValidationError, create_app
 from hostcore.domain.pages import check_portable, fold
 from hostcore.domain.principal import SYSTEM
+from hostcore.indexes.indexer import follower
 
 from .conftest import principal
 
@@ -116,6 +117,24 @@ def test_move_and_rename_refuse_case_variants_but_a_page_may_change_its_own_case
     assert wiki.move_page("notes/a", "notes/A", h)["slug"] == "notes/A"
     dir_hash = wiki.read_page("notes/Dir/p")["hash"]
     assert wiki.move_page("notes/Dir/p", "notes/dir/p", dir_hash)["slug"] == "notes/dir/p"
+
+
+def test_case_variants_are_checked_against_every_save_before_this_one(git_host, monkeypatch):
+    """The link graph answers the check after catching up: with this process's background catch-up
+    held back, and for a page saved through another host on the same instance."""
+    wiki = git_host.wiki(principal("write"))
+    wiki.save_page("notes/foo", body="old")
+    follower(git_host).wait()
+    monkeypatch.setattr(follower(git_host), "kick", lambda: None)  # the background never comes
+    wiki.delete_page("notes/foo")
+    assert wiki.save_page("notes/Foo", body="new")["hash"]  # notes/foo is known to be gone
+    other = create_app({"PLUGINS": ["git", "tokens"], "STORAGE": "git"}, instance_path=git_host.instance_path)
+    try:
+        other.extensions["hostcore"].wiki(SYSTEM).save_page("team/Plan", body="from the other host")
+    finally:
+        other.extensions["hostcore"].close()
+    with pytest.raises(ValidationError, match="team/plan differs only by case from the existing team/Plan"):
+        wiki.save_page("team/plan", body="here")
 
 
 def test_restoring_a_deleted_page_beside_its_case_variant_is_refused(git_host):
