@@ -3,7 +3,7 @@
     python bench/concurrent_writers.py [--writers 64] [--seconds 10] [--saves 200] [--workers 2]
 
 Starts ``hostcore serve`` (gthread, --workers worker processes, 4 threads each, as ``make
-serve`` does) on a fresh instance with the embedded default (git storage, SQLite search), makes a
+serve`` does) on a fresh instance with the embedded default (git storage, tantivy search), makes a
 write token with the CLI, then runs the load twice against the same server:
 
 - baseline: one writer, saving its own page back to back;

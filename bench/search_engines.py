@@ -13,7 +13,7 @@ backend itself (its own query parser and highlighter) through the same queries; 
 same for the hostcore-sqlite-search backend (SQLite FTS5).
 
 ``service`` measures the whole ``search`` tool call instead of the engine: a real host (git storage
-+ sqlite search, the embedded default) answering ``host.wiki(principal).search(...)``, so access
++ sqlite search) answering ``host.wiki(principal).search(...)``, so access
 checks, the engine and result shaping (hits, ChatGPT-style results with URLs) are all in the figure.
 Namespace-restricted queries run as a principal limited to those namespaces (a limited token), the
 others as an unlimited read principal. Its instance is built the way an operator's would be: the

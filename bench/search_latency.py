@@ -4,7 +4,7 @@
     python bench/search_latency.py --pages 50000 --engine tantivy --keep DIR
 
 Builds (or, with ``--keep``, reuses) an instance of ``--pages`` synthetic pages on git storage with
-the sqlite search index (the embedded default without an embedder; ``--engine tantivy`` for the
+the sqlite search index (without an embedder; ``--engine tantivy`` for the
 tantivy plugin instead; pages from
 ``bench/search_engines.py``'s corpus, imported in one ``storage.apply`` batch, then indexed by
 host start-up). Then one process per variant serves it in-process (Flask's test client, so no
@@ -264,7 +264,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=50000)
     ap.add_argument("--rounds", type=int, default=20, help="queries of each shape")
     ap.add_argument("--compare", metavar="REV", help="also serve git revision REV's hostcore and sqlite-search, in turns with this tree")
-    ap.add_argument("--engine", default="sqlite", choices=("sqlite", "tantivy"), help="SEARCH of a new instance (default: sqlite, the embedded default)")
+    ap.add_argument("--engine", default="sqlite", choices=("sqlite", "tantivy"), help="SEARCH of a new instance (default: sqlite)")
     ap.add_argument("--keep", help="instance folder, kept and reused by later runs (default: a temporary one)")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -1,7 +1,7 @@
 """Benchmark of start-up on a big git wiki, and of catching up with a push from outside.
 
 Prints figures, never passes or fails. Builds a wiki of ``--pages`` pages (fsync off, so it builds
-fast) with the embedded defaults (git storage, SQLite search), starts it once so the link graph
+fast) on git storage with SQLite search, starts it once so the link graph
 and the search index are built, then times, in the same run:
 
 - start-up (``build_host`` with its start-up catch-up, then one ``search`` for a rare word and

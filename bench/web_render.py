@@ -2,7 +2,7 @@
 
     python bench/web_render.py [--runs 50] [--firsts 10] [--pages 5000]
 
-Builds a fresh instance on the embedded default (git storage, SQLite search, tokens, web) and
+Builds a fresh instance on git storage, SQLite search, tokens and web, and
 requests pages through the whole Flask app in this process (test client: routing, the signed-in
 person, the service call, rendering, sanitising, templates):
 

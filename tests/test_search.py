@@ -142,7 +142,8 @@ def test_saves_answer_without_waiting_for_the_index_and_reads_catch_up_first(sea
     """A save is acknowledged once storage has it; the process's background catch-up indexes it,
     the saves that come meanwhile in one pass, and a search waits for it rather than answer older."""
     admin, backend = search_host.wiki(SYSTEM), search_host.search
-    follower(search_host).wait()
+    pages = [admin.save_page(f"notes/next{i}", body="nothing yet") for i in range(5)]  # updated below: a new page's
+    follower(search_host).wait()  # name is checked against the link graph, which waits for the catch-up
     indexing, release, passes = threading.Event(), threading.Event(), []
     update = backend.update
 
@@ -155,7 +156,7 @@ def test_saves_answer_without_waiting_for_the_index_and_reads_catch_up_first(sea
     monkeypatch.setattr(backend, "update", held)
     admin.save_page("notes/first", body="quasar one")
     assert indexing.wait(30)  # the background catch-up is now held inside the index update
-    saved = [admin.save_page(f"notes/next{i}", body=f"quasar {i}") for i in range(5)]  # answered meanwhile
+    saved = [admin.save_page(f"notes/next{i}", body=f"quasar {i}", basehash=p["hash"]) for i, p in enumerate(pages)]
     assert all(s["hash"] for s in saved) and passes == [["notes/first"]]
     found: list[list[str]] = []
     reader = threading.Thread(target=lambda: found.append(slugs(search_host.wiki(principal("read")).search("quasar", limit=50))))

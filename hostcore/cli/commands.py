@@ -24,9 +24,9 @@ from hostcore.host.config import CONFIG_FILE, load_config, not_an_instance
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
-EMBEDDED_PLUGINS = ["git", "tokens", "sqlite", "docs", "wordllama", "accounts", "oauth", "web"]
+EMBEDDED_PLUGINS = ["git", "tokens", "tantivy", "docs", "wordllama", "accounts", "oauth", "web"]
 EMBEDDED_STORAGE = "git"
-EMBEDDED_SEARCH = "sqlite"
+EMBEDDED_SEARCH = "tantivy"
 EMBEDDED_EMBEDDER = "wordllama"
 
 CONFIG_TEMPLATE = """\

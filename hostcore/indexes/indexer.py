@@ -267,7 +267,7 @@ class Follower:
     def wait(self) -> None:
         """Wait until every page event so far is caught up (tests, benchmarks)."""
         with self._changed:
-            while self._again or self._busy:
+            while (self._again and self._thread is not None) or self._busy:  # (stopped: nothing more comes)
                 self._changed.wait()
 
     def stop(self) -> None:

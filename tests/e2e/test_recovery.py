@@ -17,7 +17,6 @@ import pytest
 
 from hostcore import testing
 from hostcore.testing import fill_disk, small_disk, stop_process_group
-from hostcore_sqlite_search import FORMAT
 
 from .conftest import mcp_session, ok, tool_error
 
@@ -76,13 +75,17 @@ def test_a_server_started_on_damaged_indexes_answers_and_rebuilds_them(tmp_path:
     wiki = Wiki(tmp_path / "instance", tmp_path / "serve.log")
     wiki.fill()
     damaged = {
-        f"search/sqlite-search-v{FORMAT}.db": lambda data: b"garbage" * 1000,
         "links.sqlite": lambda data: data[: len(data) // 2],
         "wiki/hostcore-history.sqlite": lambda data: data[:8192] + b"\xa5" * (len(data) - 16384) + data[-8192:],
     }
     for name, damage in damaged.items():
         path = wiki.instance / name
         path.write_bytes(damage(path.read_bytes()))
+    segments = list((wiki.instance / "search" / "tantivy-v1").glob("*.term"))  # the embedded default's search index
+    assert segments
+    for segment in segments:
+        segment.write_bytes(b"garbage" * 1000)
+    damaged["search/tantivy-v1"] = bytes
     wiki.serve()
     try:
         read, history = wiki.call(("read_page", {"slug": "notes/n7"}), ("page_history", {"slug": "notes/n7"}))

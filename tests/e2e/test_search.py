@@ -13,7 +13,6 @@ import pty
 import re
 import select
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+
+from hostcore_tantivy import TantivySearch
 
 from .conftest import (
     E2E_ENV,
@@ -609,10 +610,9 @@ def test_catch_up_after_outside_commit_and_reindex(tmp_path):
 
 
 def indexed_slugs(instance: Path) -> list[str]:
-    """The slugs in the embedded search index, read from outside hostcore (read-only)."""
-    (db_file,) = (instance / "search").glob("sqlite-search-v*.db")
-    db = sqlite3.connect(f"file:{db_file}?mode=ro", uri=True)
+    """The slugs in the embedded search index (tantivy), read from outside the server."""
+    index = TantivySearch(instance / "search")
     try:
-        return sorted(slug for (slug,) in db.execute("SELECT slug FROM pages"))
+        return sorted(index.hashes())
     finally:
-        db.close()
+        index.close()

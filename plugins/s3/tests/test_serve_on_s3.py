@@ -31,6 +31,7 @@ async def test_pages_history_and_restore_through_mcp(s3_server: S3Server, tmp_pa
         **s3_server.env,
         "HOSTCORE_STORAGE": "s3",
         "HOSTCORE_PLUGINS": json.dumps(["s3", "tokens", "sqlite", "docs", "wordllama"]),
+        "HOSTCORE_SEARCH": "sqlite",
         "HOSTCORE_PLUGIN_CONFIG__S3__BUCKET": s3_server.bucket,
         "HOSTCORE_PLUGIN_CONFIG__S3__ENDPOINT_URL": s3_server.url,
         "HOSTCORE_PLUGIN_CONFIG__S3__PREFIX": prefix_for(tmp_path),
