@@ -10,7 +10,8 @@ one read of the storage's version when nothing changed, so a read never answers 
 older than the writes acknowledged before it). When the storage
 keeps no versions, or cannot diff from the recorded one, the index is compared page by page with
 storage's hashes instead (start-up, ``hostcore reindex``) and page events update it directly.
-Catching up is serialised across processes by ``indexes.lock`` in the instance folder.
+Catching up is serialised across processes per index: ``links.catch-up.lock`` and ``indexes.lock``
+(the search index) in the instance folder.
 
 An index failure never fails a write: it is logged, and the next read, start-up or ``hostcore
 reindex`` repairs the index. A damaged index file is set aside and rebuilt at once, in the
@@ -123,8 +124,10 @@ def catch_up_search(
     return len(stale), len(gone)
 
 
-def _lock(host: Host) -> FileLock:
-    return FileLock(host.instance_path / "indexes.lock")
+def _lock(host: Host, index: str) -> FileLock:
+    """The lock serialising one index's catch-ups across processes: each index its own, so a write
+    that needs the link graph current never waits for the search index's commit."""
+    return FileLock(host.instance_path / ("links.catch-up.lock" if index == "link graph" else "indexes.lock"))
 
 
 def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
@@ -145,14 +148,14 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
         return []
     followed: list[Index] = []
     failed = False
-    with _lock(host):
-        current = host.storage.version()  # read once under the lock, for every index (S3: a HEAD saved per index)
-        for name, index, fn in _indexes(host):
+    for name, index, fn in _indexes(host):
+        with _lock(host, name):
             try:
                 if index.storage_version() is None:
                     continue
                 followed.append(index)
-                updated, removed = fn(host, version=current)
+                # read under the index's lock: never older than the version another process caught it up to
+                updated, removed = fn(host, version=host.storage.version())
             except Unavailable as exc:  # storage unreachable (S3 down): no stack trace for an outage
                 failed = True
                 log.warning("%s catch-up skipped: %s; it is tried again at the next read", name, exc)
@@ -161,11 +164,26 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
                 failed = True
                 log.exception("%s catch-up failed; it is tried again at the next read", name)
                 continue
-            if updated or removed:
-                log.log(level, "%s caught up with storage: %d pages updated, %d removed", name, updated, removed)
+        if updated or removed:
+            log.log(level, "%s caught up with storage: %d pages updated, %d removed", name, updated, removed)
     if not failed:
         state["seen"], state["followed"] = version, followed
     return followed
+
+
+def catch_up_graph(host: Host) -> None:
+    """Catch the link graph alone up with storage, now: what a write that reads it needs (a new
+    page's name check), without the search index's update (a flushed commit with tantivy) in the
+    request. The background catch-up still takes the search index along."""
+    if host.storage.version() is None or host.links.storage_version() is None or host.disk_full():
+        return
+    with _lock(host, "link graph"):
+        try:
+            catch_up_links(host, version=host.storage.version())
+        except Unavailable as exc:
+            log.warning("link graph catch-up skipped: %s; it is tried again at the next read", exc)
+        except Exception:
+            log.exception("link graph catch-up failed; it is tried again at the next read")
 
 
 def _indexes(host: Host) -> list[tuple[str, Index, Callable[..., tuple[int, int]]]]:
@@ -300,10 +318,10 @@ def startup(host: Host) -> None:
         )
         return
     stores = (("link graph", host.links, catch_up_links), ("search index", host.search, catch_up_search))
-    with _lock(host):
-        for name, store, catch_up_index in stores:
-            if store is None:
-                continue
+    for name, store, catch_up_index in stores:
+        if store is None:
+            continue
+        with _lock(host, name):
             store.rebuild.work = partial(rebuild, host, name, catch_up_index)
             if store.rebuild.pending:  # set aside as damaged: rebuilt in the background, the wiki serves meanwhile
                 store.rebuild.resume()
@@ -313,8 +331,8 @@ def startup(host: Host) -> None:
             except Exception:
                 log.exception("%s catch-up failed; run `hostcore reindex`", name)
                 continue
-            if updated or removed:
-                log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
+        if updated or removed:
+            log.info("%s caught up: %d pages updated, %d removed", name, updated, removed)
 
 
 def _update(host: Host, pages: list[Page], removed: list[str]) -> None:

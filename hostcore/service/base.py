@@ -15,7 +15,7 @@ from hostcore.domain.attachments import files_folder
 from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
 from hostcore.domain.principal import Principal
 from hostcore.errors import Conflict, NotFound, RateLimited, TooLarge, Unavailable, ValidationError
-from hostcore.indexes.indexer import catch_up
+from hostcore.indexes.indexer import catch_up_graph
 from hostcore.seams.storage import Change
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class WikiBase:
         merge. ``moving``: the page being moved there, which does not count.
         """
         check_portable(slug, field)
-        catch_up(self.host)  # the graph knows every page saved before this one, in any process
+        catch_up_graph(self.host)  # the graph knows every page saved before this one, in any process
         clash = self.host.links.case_variant(slug, ignore=moving)
         if clash is not None:
             given, existing = clash
