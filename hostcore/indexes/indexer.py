@@ -149,41 +149,41 @@ def catch_up(host: Host, level: int = logging.INFO) -> list[Index]:
     followed: list[Index] = []
     failed = False
     for name, index, fn in _indexes(host):
-        with _lock(host, name):
-            try:
-                if index.storage_version() is None:
-                    continue
-                followed.append(index)
-                # read under the index's lock: never older than the version another process caught it up to
-                updated, removed = fn(host, version=host.storage.version())
-            except Unavailable as exc:  # storage unreachable (S3 down): no stack trace for an outage
-                failed = True
-                log.warning("%s catch-up skipped: %s; it is tried again at the next read", name, exc)
-                continue
-            except Exception:
-                failed = True
-                log.exception("%s catch-up failed; it is tried again at the next read", name)
-                continue
-        if updated or removed:
-            log.log(level, "%s caught up with storage: %d pages updated, %d removed", name, updated, removed)
+        caught = _catch_up_one(host, name, index, fn, level)
+        if caught is not None:
+            followed.append(index)
+            failed = failed or not caught
     if not failed:
         state["seen"], state["followed"] = version, followed
     return followed
+
+
+def _catch_up_one(host: Host, name: str, index: Index, fn: Callable[..., tuple[int, int]], level: int) -> bool | None:
+    """Catch one index up under its own lock: None when it records no storage version (it is not
+    followed), else whether it caught up (a failure is logged, never raised)."""
+    with _lock(host, name):
+        try:
+            if index.storage_version() is None:
+                return None
+            # read under the index's lock: never older than the version another process caught it up to
+            updated, removed = fn(host, version=host.storage.version())
+        except Unavailable as exc:  # storage unreachable (S3 down): no stack trace for an outage
+            log.warning("%s catch-up skipped: %s; it is tried again at the next read", name, exc)
+            return False
+        except Exception:
+            log.exception("%s catch-up failed; it is tried again at the next read", name)
+            return False
+    if updated or removed:
+        log.log(level, "%s caught up with storage: %d pages updated, %d removed", name, updated, removed)
+    return True
 
 
 def catch_up_graph(host: Host) -> None:
     """Catch the link graph alone up with storage, now: what a write that reads it needs (a new
     page's name check), without the search index's update (a flushed commit with tantivy) in the
     request. The background catch-up still takes the search index along."""
-    if host.storage.version() is None or host.links.storage_version() is None or host.disk_full():
-        return
-    with _lock(host, "link graph"):
-        try:
-            catch_up_links(host, version=host.storage.version())
-        except Unavailable as exc:
-            log.warning("link graph catch-up skipped: %s; it is tried again at the next read", exc)
-        except Exception:
-            log.exception("link graph catch-up failed; it is tried again at the next read")
+    if host.storage.version() is not None and not host.disk_full():
+        _catch_up_one(host, "link graph", host.links, catch_up_links, logging.DEBUG)
 
 
 def _indexes(host: Host) -> list[tuple[str, Index, Callable[..., tuple[int, int]]]]:

@@ -85,7 +85,6 @@ def test_a_server_started_on_damaged_indexes_answers_and_rebuilds_them(tmp_path:
     assert segments
     for segment in segments:
         segment.write_bytes(b"garbage" * 1000)
-    damaged["search/tantivy-v1"] = bytes
     wiki.serve()
     try:
         read, history = wiki.call(("read_page", {"slug": "notes/n7"}), ("page_history", {"slug": "notes/n7"}))
@@ -101,7 +100,7 @@ def test_a_server_started_on_damaged_indexes_answers_and_rebuilds_them(tmp_path:
     finally:
         wiki.stop()
     log = wiki.log.read_text()
-    for name in damaged:
+    for name in [*damaged, "search/tantivy-v1"]:
         assert f"set aside as {Path(name).name}.damaged-" in log, log
     assert "search index: rebuilt from storage" in log and "link graph: rebuilt from storage" in log
 

@@ -21,7 +21,8 @@ from hostcore import And, Not, QueryNode, Term
 
 from .snippets import fold
 
-# The bit of each word in ``pages.stops`` is its place here: changing the list needs a new FORMAT.
+# The bit of each word in ``pages.stops`` is its place here: changing the list needs a new FORMAT,
+# which is why the plugin keeps its own copy of the core's English function words (passages' STOP_WORDS).
 COMMON = tuple(
     "a an and are as at be been but by can do does for from had has have how i if in into is it its me my no not "
     "of on or our should so than that the their them then there these they this to was we were what when where "

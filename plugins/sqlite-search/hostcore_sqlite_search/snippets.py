@@ -111,10 +111,6 @@ class Marker:
             return _marked(title, in_title)
         return _window(body, [])
 
-    def title(self, title: str) -> str:
-        """The whole title, escaped, with its matches marked."""
-        return _marked(title, self.matches(title))
-
 
 def _best(found: list[tuple[int, int, int]]) -> tuple[int, int]:
     """Indexes [i, j) into ``found`` of the matches that fit in one window, the best such cluster."""
