@@ -20,7 +20,9 @@ def test_init_token_plugins_check(tmp_path):
     again = runner.invoke(main, ["init", "--instance", inst])
     assert again.exit_code == 0 and "already an instance" in again.stderr
 
-    created = runner.invoke(main, ["token", "create", "--instance", inst, "--name", "bot", "--scope", "read", "--namespace", "notes"])
+    created = runner.invoke(
+        main, ["token", "create", "--instance", inst, "--name", "bot", "--scope", "read", "--namespace", "notes"]
+    )
     assert created.exit_code == 0, created.output
     assert re.fullmatch(r"hc_[\w-]{40,}\n", created.stdout)
     listed = runner.invoke(main, ["--instance", inst, "token", "list"])
@@ -96,6 +98,8 @@ def testpublic_url_warnings():
     assert "remove it to follow --bind" in public_url_warning("127.0.0.1:9000", "http://127.0.0.1:8080")
     assert "every interface" in public_url_warning("0.0.0.0:8080", "http://127.0.0.1:8080")
     assert public_url_warning("0.0.0.0:8080", "http://192.168.1.5:8080") is None
+
+
 def test_check_lists_every_problem_in_one_pass(tmp_path):
     (tmp_path / "hostcore.toml").write_text(
         'PLUGINS = ["git", "nope"]\nSTORAGE = "git"\nMAX_REQUEST_BYTES = "8M"\n'
@@ -143,3 +147,26 @@ def test_a_serving_process_freezes_its_heap_once_the_app_is_made(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "inst")], capture_output=True, text=True, check=True)
     before, after, young, storage = out.stdout.split()
     assert int(before) == 0 and int(after) > 10_000 and int(young) == 10_000 and storage == "fs"
+
+
+def test_the_connection_board_gives_each_live_worker_its_own_slot():
+    """The master gives each worker about to be forked a slot no live worker holds; a worker that
+    exited leaves its slot to the next; the counts are those of the workers that published."""
+    from types import SimpleNamespace
+
+    from hostcore.cli.workers import Board
+
+    board = Board(slots=2)
+    first, second, third = (SimpleNamespace(pid=None) for _ in range(3))
+    assert board.claim(first, live=set()) == 0
+    first.pid = 101  # the master learns the pid after the fork
+    assert board.claim(second, live={101}) == 1
+    second.pid = 102
+    assert board.claim(third, live={101, 102}) == -1  # full: the worker runs unbalanced
+    board.publish(0, 7)
+    board.publish(1, 3)
+    assert sorted(board.counts()) == [3, 7]
+    board.release(0)  # child_exit of the first worker
+    assert board.counts() == [3]
+    assert board.claim(third, live={102}) == 0
+    assert board.counts() == [3]  # the new worker has not published yet

@@ -2,6 +2,7 @@
 
 import subprocess
 import threading
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -9,7 +10,7 @@ from click.testing import CliRunner
 from hostcore import Unavailable, ValidationError, create_app
 from hostcore.cli.commands import main
 from hostcore.domain.principal import SYSTEM
-from hostcore.indexes.indexer import follower
+from hostcore.indexes.indexer import FOLLOWER, Follower, follower
 
 from .conftest import principal
 
@@ -110,7 +111,9 @@ def test_catch_up_after_outside_commit_and_reindex(search_host, tmp_path, monkey
     full_comparisons = []
     hashes = search_host.storage.hashes
     monkeypatch.setattr(search_host.storage, "hashes", lambda prefix="": full_comparisons.append(prefix) or hashes(prefix))
-    push_from_outside(search_host, tmp_path, {"notes/outside.md": "---\ntitle: From outside\n---\nmagnetar\n", "notes/cooking.md": None})
+    push_from_outside(
+        search_host, tmp_path, {"notes/outside.md": "---\ntitle: From outside\n---\nmagnetar\n", "notes/cooking.md": None}
+    )
     wiki = search_host.wiki(SYSTEM)
     assert slugs(wiki.search("magnetar")) == ["notes/outside"]
     assert "notes/cooking" not in slugs(wiki.search("garlic OR tomatoes"))
@@ -167,6 +170,36 @@ def test_saves_answer_without_waiting_for_the_index_and_reads_catch_up_first(sea
     reader.join(30)
     assert sorted(found[0]) == ["notes/first", *(f"notes/next{i}" for i in range(5))]
     assert passes[1:] == [[f"notes/next{i}" for i in range(5)]]  # the saves that came meanwhile: one pass
+
+
+def test_background_catch_ups_keep_a_gap_and_reads_never_wait_for_it(search_host, monkeypatch):
+    """Under a stream of saves the background catch-up starts at most once a gap (the saves that
+    come meanwhile share its pass: one index commit instead of one each); a read does not wait for
+    the gap but catches up itself, and ``wait`` takes the pass that is due at once."""
+    follower(search_host).stop()
+    paced = search_host.state[FOLLOWER] = Follower(search_host, gap=60.0)
+    admin, backend, passes = search_host.wiki(SYSTEM), search_host.search, []
+    update = backend.update
+    monkeypatch.setattr(
+        backend, "update", lambda docs=(), removed=(): passes.append(sorted(d.slug for d in docs)) or update(docs, removed)
+    )
+    first = admin.save_page("notes/first", body="blazar")
+    deadline = time.monotonic() + 30
+    while not passes and time.monotonic() < deadline:  # after a quiet spell, the pass comes at once
+        time.sleep(0.01)
+    assert passes == [["notes/first"]]
+    admin.save_page("notes/first", body="blazar again", basehash=first["hash"])
+    admin.save_page("notes/cooking", body="blazar in the kitchen", basehash=admin.read_page("notes/cooking")["hash"])
+    time.sleep(0.5)
+    assert passes == [["notes/first"]]  # the next background pass waits for the gap
+    assert sorted(slugs(admin.search("blazar"))) == ["notes/cooking", "notes/first"]  # the read caught up itself
+    assert passes == [["notes/first"], ["notes/cooking", "notes/first"]]
+    admin.save_page("notes/cooking", body="no more", basehash=admin.read_page("notes/cooking")["hash"])
+    waiting = threading.Thread(target=paced.wait)
+    waiting.start()
+    waiting.join(30)
+    assert not waiting.is_alive() and passes[-1] == ["notes/cooking"]
+    paced.stop()
 
 
 def test_index_failure_never_loses_the_write(search_host, monkeypatch):

@@ -246,6 +246,8 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     """Serve the wiki with gunicorn. PUBLIC_URL, unless set, is derived from --bind."""
     from gunicorn.app.base import BaseApplication
 
+    from hostcore.cli.workers import SETTINGS as BALANCED
+
     instance = obj.instance
     derived = public_url_of_bind(bind)
     # The workers build their apps from this closure after the fork: the derived URL is a default,
@@ -257,10 +259,10 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     class Server(BaseApplication):
         def load_config(self) -> None:
             settings = {
-                "bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread",
+                "bind": bind, "workers": workers, "threads": threads,
                 # gunicorn's control socket lives at one per-user path; instances would take it from each other.
                 "control_socket_disable": True,
-            }  # fmt: skip
+            } | BALANCED  # fmt: skip
             for key, value in settings.items():
                 self.cfg.set(key, value)
 

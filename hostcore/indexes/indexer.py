@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore.index")
 BATCH = 500
 FOLLOWER = "hostcore.indexer.follower"  # host.state key of the process's Follower
+GAP_SECONDS = 0.2  # under a stream of saves, a background catch-up starts at most this often
 OPTIMIZE_AFTER = 1000  # pages indexed in one catch-up that make compacting the index worth it
 
 
@@ -91,7 +92,9 @@ def catch_up_links(
     for start in range(0, len(stale), BATCH):
         pages = _pages(host, stale[start : start + BATCH])
         changed = host.storage.last_changed([page_path(p.slug) for p in pages])
-        host.links.update(pages, times={p.slug: changed[page_path(p.slug)].timestamp() for p in pages if page_path(p.slug) in changed})
+        host.links.update(
+            pages, times={p.slug: changed[page_path(p.slug)].timestamp() for p in pages if page_path(p.slug) in changed}
+        )
         if progress:
             progress(len(pages))
     if gone:
@@ -226,14 +229,17 @@ class Follower:
 
     A save answers once storage has it, without waiting for the indexes: the next read catches up
     first, in whichever process, so what it answers is never older. Events that come while a
-    catch-up runs are taken by the next one, in one pass (one transaction or commit per index for
-    all of them). An unreachable storage is logged once.
+    catch-up runs, or within ``gap`` seconds of its start, are taken by the next one, in one pass
+    (one transaction or commit per index for all of them): under 64 writers a pass per save had
+    made a tantivy commit, with its segment files and threads, every few saves (server CPU 10.2 ms
+    a write; 8.7 with the gap). An event after a quiet spell is taken at once. An unreachable
+    storage is logged once.
     """
 
-    def __init__(self, host: Host, seconds: float = 0.0) -> None:
-        self.host, self.seconds = host, seconds
+    def __init__(self, host: Host, seconds: float = 0.0, gap: float = GAP_SECONDS) -> None:
+        self.host, self.seconds, self.gap = host, seconds, gap
         self._changed = threading.Condition()
-        self._again = self._stopping = self._busy = False
+        self._again = self._stopping = self._busy = self._hurry = False
         self._thread: threading.Thread | None = None
         if seconds > 0:
             self._start()
@@ -257,15 +263,19 @@ class Follower:
                 if self.seconds > 0 and not (self._again or self._stopping):
                     self._changed.wait(self.seconds)
                 if not self._again and (self._stopping or self.seconds <= 0):  # done: kicked again, it starts anew
-                    self._thread = None
+                    self._thread, self._hurry = None, False
                     return
                 self._again, self._busy = False, True
+            started = time.monotonic()
             try:
                 down = self._catch_up(down)
             finally:
                 with self._changed:
                     self._busy = False
                     self._changed.notify_all()
+                    # the next pass once ``gap`` has passed: saves that come meanwhile share it
+                    while not (self._stopping or self._hurry) and (left := started + self.gap - time.monotonic()) > 0:
+                        self._changed.wait(left)
 
     def _catch_up(self, down: bool) -> bool:
         """One catch-up; returns whether the storage was unreachable."""
@@ -286,7 +296,10 @@ class Follower:
         """Wait until every page event so far is caught up (tests, benchmarks)."""
         with self._changed:
             while (self._again and self._thread is not None) or self._busy:  # (stopped: nothing more comes)
+                self._hurry = True
+                self._changed.notify_all()
                 self._changed.wait()
+            self._hurry = False
 
     def stop(self) -> None:
         """Finish what was asked (a CLI command's saves leave the indexes current) and stop."""

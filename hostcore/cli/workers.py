@@ -1,0 +1,124 @@
+"""gunicorn's threaded worker with the connections spread evenly over the workers.
+
+gunicorn's workers share one listening socket, and whichever worker calls ``accept`` first takes a
+new connection: the busiest one, as it turns out, since its event loop is the one awake. A client
+keeps its keep-alive connection with that worker, so under 64 concurrent writers one worker held 46
+connections and the other 18, and the first one's clients waited about twice as long as the
+others: the wiki's p99 was theirs. (Closing connections now and then made it worse: the busy
+worker took the reconnections too, 64 to none.)
+
+So each worker publishes how many connections it holds on a small board in memory it shares with
+its siblings (anonymous shared memory the master makes before it forks them; each worker gets a
+slot in ``pre_fork``, freed in ``child_exit``). A worker listens for new connections only while it
+holds no more than the least loaded worker plus :data:`SLACK`, and one that holds more than an even
+share plus :data:`SLACK` answers its next request with ``Connection: close``: the client reconnects
+(HTTP clients do so by themselves) and a less loaded worker takes it. With 64 writers on two
+workers: 32 and 32.
+
+``hostcore serve`` runs this. With gunicorn run by hand, load this module as a config file:
+``gunicorn -c python:hostcore.cli.workers ...`` (its ``worker_class``, ``pre_fork`` and
+``child_exit`` are gunicorn settings); without it gunicorn's plain gthread worker runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+from typing import Any
+
+from gunicorn.workers.gthread import ThreadWorker
+
+log = logging.getLogger("hostcore.serve")
+
+SLACK = 1  # connections a worker may hold above the least loaded (to accept) or an even share (to keep)
+SLOTS = 128  # workers the board has room for, those being replaced included
+_SLOT = struct.Struct("=ii")  # a worker's pid (0: free) and its open connections
+
+
+class Board:
+    """A slot per worker, its pid and its open connections, in memory shared across the fork."""
+
+    def __init__(self, slots: int = SLOTS) -> None:
+        self.slots = slots
+        self._memory = mmap.mmap(-1, _SLOT.size * slots)  # anonymous, shared with the forked workers
+        self._owners: list[Any] = [None] * slots  # the master's own record: the worker given each slot
+
+    def claim(self, worker: Any, live: set[int]) -> int:
+        """A free slot for ``worker``, about to be forked (in the master, one fork at a time): one
+        never given, or given to a worker that is not among the ``live`` pids; -1 when full."""
+        for slot, owner in enumerate(self._owners):
+            if owner is None or getattr(owner, "pid", None) not in live:
+                self._owners[slot] = worker
+                self.release(slot)
+                return slot
+        return -1
+
+    def publish(self, slot: int, connections: int) -> None:
+        _SLOT.pack_into(self._memory, slot * _SLOT.size, os.getpid(), connections)
+
+    def release(self, slot: int) -> None:
+        _SLOT.pack_into(self._memory, slot * _SLOT.size, 0, 0)
+
+    def counts(self) -> list[int]:
+        """The open connections of each worker that has published."""
+        slots = (_SLOT.unpack_from(self._memory, i * _SLOT.size) for i in range(self.slots))
+        return [connections for pid, connections in slots if pid]
+
+
+BOARD = Board()
+
+
+class Worker(ThreadWorker):
+    """gthread, accepting and keeping connections only up to an even share (see the module)."""
+
+    board: Board | None = None  # given by the master in pre_fork, with the slot
+    slot = -1
+    _limit = 0
+
+    @property
+    def worker_connections(self) -> int:
+        """What gthread's loop compares its open connections with before each wait (it listens
+        for new ones while it holds fewer): its configured limit, lowered to what it holds while
+        another worker holds fewer by more than SLACK. Publishes what this worker holds."""
+        held = self.nr_conns
+        if self.board is None or self.slot < 0:
+            return self._limit
+        self.board.publish(self.slot, held)
+        if held >= self._limit:
+            return self._limit
+        return held + 1 if held <= min(self.board.counts(), default=0) + SLACK else held
+
+    @worker_connections.setter
+    def worker_connections(self, value: int) -> None:
+        self._limit = value
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        """Serve ``req``; its response closes the connection while this worker holds more than an
+        even share (gunicorn says ``Connection: close`` and closes it once answered)."""
+        if self.board is not None and self.slot >= 0:
+            counts = self.board.counts()
+            share = -(-sum(counts) // max(1, len(counts)))
+            if self.nr_conns > share + SLACK:
+                req.must_close = True
+        return super().handle_request(req, conn)
+
+
+# gunicorn settings (``hostcore serve`` sets them; ``gunicorn -c python:hostcore.cli.workers``
+# reads them from this module).
+worker_class = f"{__name__}.Worker"
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    worker.board, worker.slot = BOARD, BOARD.claim(worker, set(server.WORKERS))
+    if worker.slot < 0:
+        log.warning("more than %d workers: the new one takes connections as they come", SLOTS)
+
+
+def child_exit(_server: Any, worker: Any) -> None:
+    if getattr(worker, "slot", -1) >= 0:
+        BOARD.release(worker.slot)
+
+
+SETTINGS = {"worker_class": worker_class, "pre_fork": pre_fork, "child_exit": child_exit}
