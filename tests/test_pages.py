@@ -59,6 +59,19 @@ def test_unknown_front_matter_kept_and_body_exact():
     assert yaml.safe_load(page.to_bytes().split(b"---\n")[1])["custom"] == {"a": 1}
 
 
+def test_front_matter_read_again_is_a_fresh_copy():
+    """Front matter YAML is kept for the next read of the same text: what one reader changes in
+    its copy never reaches the next."""
+    raw = b"---\ntitle: T\ncustom: {a: [1, 2]}\n---\nbody\n"
+    first = Page.from_bytes("n/p", raw)
+    first.extra["custom"]["a"].append(3)
+    first.extra["added"] = True
+    assert Page.from_bytes("n/p", raw).extra == {"custom": {"a": [1, 2]}}
+    long = b"---\ntitle: " + b"x" * 5000 + b"\n---\nbody\n"  # over the size kept: parsed each time
+    assert Page.from_bytes("n/p", long).title == "x" * 5000
+    assert Page(slug="n/p", title="T", body="b", tags=["a"]).to_bytes() == Page(slug="n/p", title="T", body="b", tags=("a",)).to_bytes()
+
+
 def test_no_front_matter_is_all_body():
     page = Page.from_bytes("n/p", b"# Just text\n")
     assert page.title == "n/p" and page.body == "# Just text\n"

@@ -5,9 +5,11 @@ This module is pure: no storage, no access rules. The service layer (``hostcore.
 
 from __future__ import annotations
 
+import copy
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -19,6 +21,11 @@ from hostcore.errors import NotFound, ValidationError
 # libyaml when the wheel has it: ten times faster to parse front matter at start-up catch-up.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Front matter is parsed and written several times per save (the save, then each index that
+# reads the page back) and seldom changes from one save to the next, so the YAML of recent ones
+# is kept: up to this many, each at most FRONT_CACHE_CHARS long.
+FRONT_CACHE = 4096
+FRONT_CACHE_CHARS = 2048
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_TITLE = 256
@@ -200,14 +207,10 @@ class Page:
 
     def to_bytes(self) -> bytes:
         """The stored form: YAML front matter written by a real emitter, then the body."""
-        meta: dict[str, Any] = {"title": self.title}
-        if self.tags:
-            meta["tags"] = list(self.tags)
-        if self.pin:
-            meta["pin"] = True
-        for key, value in self.extra.items():
-            meta.setdefault(key, value)
-        front = yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000)
+        if self.extra:
+            front = _dump_front(self.title, self.tags, self.pin, self.extra)
+        else:
+            front = _cached_front(self.title, tuple(self.tags), self.pin)
         return f"---\n{front}---\n{self.body}".encode()
 
     def stored(self) -> Page:
@@ -225,10 +228,7 @@ class Page:
             if end == -1 and text.endswith("\n---"):
                 end = len(text) - 4
             if end != -1:
-                try:
-                    loaded = yaml.load(text[4 : end + 1], Loader=_Loader)
-                except yaml.YAMLError:
-                    loaded = None
+                loaded = _load_front(text[4 : end + 1])
                 if isinstance(loaded, dict):
                     meta = loaded
                     body = text[end + 5 :]
@@ -244,6 +244,38 @@ class Page:
             extra=meta,
             hash=blob_hash(data),
         )
+
+
+def _dump_front(title: str, tags: tuple[str, ...], pin: bool, extra: dict[str, Any]) -> str:
+    meta: dict[str, Any] = {"title": title}
+    if tags:
+        meta["tags"] = list(tags)
+    if pin:
+        meta["pin"] = True
+    for key, value in extra.items():
+        meta.setdefault(key, value)
+    return str(yaml.dump(meta, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=10_000))
+
+
+@lru_cache(maxsize=FRONT_CACHE)
+def _cached_front(title: str, tags: tuple[str, ...], pin: bool) -> str:
+    return _dump_front(title, tags, pin, {})
+
+
+@lru_cache(maxsize=FRONT_CACHE)
+def _parsed_front(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+
+
+def _load_front(text: str) -> Any:
+    """The YAML of front matter ``text`` (None when it does not parse); a copy of the cached
+    value, which the caller may change."""
+    if len(text) > FRONT_CACHE_CHARS:
+        return _parsed_front.__wrapped__(text)
+    return copy.deepcopy(_parsed_front(text))
 
 
 # --- wiki-links ---------------------------------------------------------------------------
