@@ -12,12 +12,17 @@ write token with the CLI, then runs the load twice against the same server:
   basehash) for at most --seconds and --saves saves.
 
 Prints the server's CPU time per write too (its processes' user + system time over the run, from
-/proc): steadier than the rate on a machine whose speed changes from minute to minute.
+/proc): steadier than the rate on a machine whose speed changes from minute to minute; and how
+many connections each worker holds halfway through the load (from /proc).
 
 Each save is a raw JSON-RPC ``tools/call save_page`` POST carrying a real bearer token. Prints
 acknowledged writes per second and the p50/p95/p99 latency of each run, and checks from outside
 with git that the branch gained exactly one commit per acknowledged write and that every page holds
 its writer's last acknowledged body. Prints figures only; it never asserts timings.
+
+The instances go under ``--dir`` (default: the system's temporary folder), kept until the bench
+ends; it prints what creating a file costs there first, since that decides much of a save's cost
+on this machine's file system (see :func:`file_creation_us`).
 
 ``--env KEY=VALUE`` passes environment variables to the server (a ``HOSTCORE_*`` setting).
 ``--compare REV [--rounds N]`` measures the baseline in the same run: it serves revision REV (its
@@ -165,35 +170,42 @@ def check(git_dir: Path, before: int, acknowledged: int, last: dict[str, int]) -
         print(f"{'':34s} LOST: {len(lost)} pages do not hold their last acknowledged save: {lost[:5]}")
 
 
-def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str) -> tuple[float, float, float, list[float], float]:
-    """One fresh instance and server: 1 writer, then --writers writers. Returns (1-writer rate,
-    load rate, load p99 ms, load latencies, the server's CPU ms per write under load)."""
+def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str, scratch: Path) -> tuple[float, float, float, list[float], float]:
+    """One fresh instance (in a new folder under ``scratch``, deleted when the bench ends) and
+    server: 1 writer, then --writers writers. Returns (1-writer rate, load rate, load p99 ms, load
+    latencies, the server's CPU ms per write under load)."""
     from hostcore.testing import cli, create_token, start_server, stop_process_group
+    from hostcore.testing.servers import connections_by_process, worker_pids
 
-    with tempfile.TemporaryDirectory(prefix="hostcore-writers-") as tmp:
-        instance = Path(tmp) / "instance"
-        cli(instance, "init", env=env)
-        token = create_token(instance, "bench", ["write"], env=env)
-        proc, base, _, log = start_server(instance, workers=args.workers, env=env, threads=args.threads)
-        git_dir = instance / "wiki"
-        try:
-            url = base + "/_/mcp"
-            threads = args.threads or 4
-            print(f"{label}: hostcore serve, {args.workers} workers x {threads} threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
-            rates, latencies = [], []
-            for run, name, writers in (("single", "baseline: 1 writer", 1), ("load", f"load: {args.writers} writers", args.writers)):
-                before, cpu = int(git(git_dir, "rev-list", "--count", "HEAD")), server_cpu(proc.pid)
-                latencies, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
-                time.sleep(0.5)  # the background catch-up of the last saves
-                cpu_per_write = (server_cpu(proc.pid) - cpu) * 1000 / max(1, len(latencies))
-                rates.append(report(name, latencies, wall))
-                print(f"{'':34s} server CPU {cpu_per_write:.1f} ms per write")
-                check(git_dir, before, len(latencies), last)
-            print(f"{args.writers} writers save {rates[1] / rates[0]:.1f} times as many pages per second as 1 writer")
-        finally:
-            stop_process_group(proc)
-        if "Traceback" in log.read_text(errors="replace"):
-            print(f"the server logged errors:\n{log.read_text(errors='replace')[-3000:]}", file=sys.stderr)
+    instance = Path(tempfile.mkdtemp(prefix="run-", dir=scratch)) / "instance"
+    cli(instance, "init", env=env)
+    token = create_token(instance, "bench", ["write"], env=env)
+    proc, base, port, log = start_server(instance, workers=args.workers, env=env, threads=args.threads)
+    git_dir = instance / "wiki"
+    try:
+        url = base + "/_/mcp"
+        threads = args.threads or 4
+        print(f"{label}: hostcore serve, {args.workers} workers x {threads} threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
+        rates, latencies = [], []
+        for run, name, writers in (("single", "baseline: 1 writer", 1), ("load", f"load: {args.writers} writers", args.writers)):
+            before, cpu = int(git(git_dir, "rev-list", "--count", "HEAD")), server_cpu(proc.pid)
+            held: list[dict[int, int]] = []  # the connections each worker holds halfway through
+            halfway = threading.Timer(2.0 + args.seconds / 2, lambda into=held: into.append(connections_by_process(worker_pids(proc.pid), port)))
+            halfway.start()
+            latencies, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
+            halfway.cancel()
+            time.sleep(0.5)  # the background catch-up of the last saves
+            cpu_per_write = (server_cpu(proc.pid) - cpu) * 1000 / max(1, len(latencies))
+            rates.append(report(name, latencies, wall))
+            print(f"{'':34s} server CPU {cpu_per_write:.1f} ms per write")
+            if held:
+                print(f"{'':34s} connections per worker halfway: {', '.join(str(n) for n in sorted(held[0].values(), reverse=True))}")
+            check(git_dir, before, len(latencies), last)
+        print(f"{args.writers} writers save {rates[1] / rates[0]:.1f} times as many pages per second as 1 writer")
+    finally:
+        stop_process_group(proc)
+    if "Traceback" in log.read_text(errors="replace"):
+        print(f"the server logged errors:\n{log.read_text(errors='replace')[-3000:]}", file=sys.stderr)
     ms = sorted(x * 1000 for x in latencies)
     return rates[0], rates[1], statistics.quantiles(ms, n=100)[98], ms, cpu_per_write
 
@@ -208,11 +220,34 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server")
     parser.add_argument("--compare", metavar="REV", help="also serve git revision REV (core and plugins), in turns with this tree")
     parser.add_argument("--rounds", type=int, default=1, help="with --compare: turns each")
+    parser.add_argument("--dir", help="where the instances go (default: the system's temporary folder)")
     args = parser.parse_args()
     # The writers share one token: per-principal rate limits would measure the limiter, not the storage.
     env = {"HOSTCORE_RATE_LIMITS": '{"requests": "off", "writes": "off"}'} | dict(item.split("=", 1) for item in args.env)
+    # Every run's instance is kept until the bench ends: on a file system without a journal (ext4
+    # here) each file created scans past the inodes deleted in the last minutes, so deleting a run's
+    # thousands of files slowed the next run's writes.
+    with tempfile.TemporaryDirectory(prefix="hostcore-writers-", dir=args.dir) as scratch:
+        print(f"creating a file in {args.dir or tempfile.gettempdir()} costs {file_creation_us(Path(scratch)):.0f} us now")
+        compare(args, env, Path(scratch))
+
+
+def file_creation_us(folder: Path, files: int = 200) -> float:
+    """What creating (and writing) a small file costs in ``folder`` now, in microseconds: on ext4
+    without a journal, as here, it grows with the inodes deleted nearby in the last minutes (each
+    creation scans past them), from about 35 us to over 1 ms after a test suite's clean-up. The
+    storage writes four such files per save."""
+    probe = folder / "probe"
+    probe.mkdir()
+    started = time.perf_counter()
+    for i in range(files):
+        (probe / str(i)).write_bytes(b"x")
+    return (time.perf_counter() - started) / files * 1e6
+
+
+def compare(args: argparse.Namespace, env: dict[str, str], scratch: Path) -> None:
     if not args.compare:
-        serve_and_load(args, env, "this tree")
+        serve_and_load(args, env, "this tree", scratch)
         return
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-rev-") as old:
         root = Path(__file__).resolve().parent.parent
@@ -224,7 +259,7 @@ def main() -> None:
         results: dict[str, list[tuple[float, float, float, list[float], float]]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, variant_env in variants.items():
-                results[name].append(serve_and_load(args, variant_env, name))
+                results[name].append(serve_and_load(args, variant_env, name, scratch))
                 print()
     summary = {}
     for name, runs in results.items():

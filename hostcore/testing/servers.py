@@ -158,3 +158,41 @@ def typescript_sdk() -> tuple[str, str]:
         raise RuntimeError(f"installing the TypeScript SDK failed:\n{proc.stderr}")
     tools = Path(os.environ.get("CONFORMANCE_TOOLS", root / ".tools/conformance")) / "node_modules"
     return str(tools / "node/bin/node"), str(tools / "@modelcontextprotocol/sdk")
+
+
+def connections_by_process(pids: list[int], port: int) -> dict[int, int]:
+    """How many established TCP connections to ``port`` each process of ``pids`` holds (read
+    from /proc: the sockets a process has open, matched with the kernel's connection table)."""
+    owner = {}
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:  # the process is gone
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                owner[target[8:-1]] = pid
+    counts = dict.fromkeys(pids, 0)
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
+            if local_port == port and state == "01" and inode in owner:
+                counts[owner[inode]] += 1
+    return counts
+
+
+def worker_pids(master: int) -> list[int]:
+    """The pids of the processes whose parent is ``master`` (gunicorn's workers), from /proc."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
+                children.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return sorted(children)

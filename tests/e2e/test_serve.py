@@ -3,16 +3,15 @@ without setting PUBLIC_URL (``make serve BIND=...``)."""
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from http.client import HTTPConnection
-from pathlib import Path
 
 import httpx
 import pytest
 
 from hostcore.cli.workers import SLACK
+from hostcore.testing.servers import connections_by_process, worker_pids
 
 from .conftest import cli, create_token, mcp_session, ok, start_server, stop_process_group
 
@@ -40,39 +39,6 @@ async def test_public_url_follows_the_bind_address(tmp_path):
         assert found["results"] == [{"id": "notes/index", "title": "Welcome", "url": f"{base}/notes/index"}]
     finally:
         stop_process_group(proc)
-
-
-def _established_by_process(pids: list[int], port: int) -> dict[int, int]:
-    """How many established TCP connections to ``port`` each process of ``pids`` holds (read
-    from /proc: the sockets a process has open, matched with the kernel's connection table)."""
-    owner = {}
-    for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                owner[target[8:-1]] = pid
-    counts = dict.fromkeys(pids, 0)
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local_port, state, inode = int(fields[1].rsplit(":", 1)[1], 16), fields[3], fields[9]
-            if local_port == port and state == "01" and inode in owner:
-                counts[owner[inode]] += 1
-    return counts
-
-
-def _workers(master: int) -> list[int]:
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == master:
-                children.append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return sorted(children)
 
 
 def test_connections_are_spread_evenly_over_the_workers(tmp_path):
@@ -112,12 +78,12 @@ def test_connections_are_spread_evenly_over_the_workers(tmp_path):
         for t in threads:
             t.start()
         barrier.wait()
-        workers = _workers(proc.pid)
+        workers = worker_pids(proc.pid)
         assert len(workers) == 2
         deadline, counts = time.monotonic() + 30, {}
         while time.monotonic() < deadline:
             time.sleep(0.5)
-            counts = _established_by_process(workers, port)
+            counts = connections_by_process(workers, port)
             if sum(counts.values()) == clients and max(counts.values()) - min(counts.values()) <= 2 * SLACK:
                 break
         assert sum(counts.values()) == clients and max(counts.values()) - min(counts.values()) <= 2 * SLACK, counts
