@@ -18,6 +18,10 @@ workers: 32 and 32.
 ``hostcore serve`` runs this. With gunicorn run by hand, load this module as a config file:
 ``gunicorn -c python:hostcore.cli.workers ...`` (its ``worker_class``, ``pre_fork`` and
 ``child_exit`` are gunicorn settings); without it gunicorn's plain gthread worker runs.
+
+It leans on gthread's loop as gunicorn 24 and later have it: before each wait it compares its open
+connections (``nr_conns``) with ``worker_connections`` and stops listening, while still serving the
+connections it holds, when they reach it (gunicorn 23 stopped polling those too).
 """
 
 from __future__ import annotations
