@@ -68,9 +68,18 @@ def settings_of(namespace: str) -> dict[str, Any]:
 
 
 def namespace_image(namespace: str, settings: dict[str, Any]) -> str | None:
-    """The web URL of the namespace's ``image`` (``page/filename`` of an attachment in it), or None."""
+    """The web URL of the namespace's ``image`` (``page/filename`` of an attachment in it), or
+    None: when none is set, or its page or file is gone (moved or deleted since), rather than a
+    broken image."""
     page_name, _, filename = str(settings.get("image") or "").rpartition("/")
-    return render.file_href(f"{namespace}/{page_name}", filename) if page_name and filename else None
+    if not (page_name and filename):
+        return None
+    slug = f"{namespace}/{page_name}"
+    try:
+        present = filename in host().wiki(SYSTEM).attachment_names(slug)
+    except (NotFound, ValidationError):
+        present = False
+    return render.file_href(slug, filename) if present else None
 
 
 def page(template: str, namespace: str | None = None, **context: Any) -> str:

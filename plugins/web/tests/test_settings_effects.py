@@ -60,6 +60,9 @@ def test_the_namespace_image_is_its_banner_logo_and_link_preview(host, admin, vi
     assert f'<meta property="og:image" content="{public_url}/_/web/files/pub/own/own.jpg">' in own
     assert visitor.get("/_/web/files/pub/index/hero.png").data == HERO
     assert "ns-logo" not in client_for("erin").get("/notes/").text  # no image set: none shown
+    admin.delete_page("pub/index", basehash=admin.read_page("pub/index")["hash"])  # its attachments go with it
+    gone = visitor.get("/pub/plain").text
+    assert "ns-logo" not in gone and "hero.png" not in gone  # no broken image: none at all
 
 
 def test_new_page_form_names_the_page_from_new_slug(admin, carol):
