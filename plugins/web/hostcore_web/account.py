@@ -21,12 +21,10 @@ APPS_PATH = "/_/apps"
 
 
 def token_store() -> Any:
-    """The tokens plugin's store, or None when the plugin is not enabled."""
-    if not host().pm.has_plugin("tokens"):
-        return None
-    import hostcore_tokens  # the plugin that owns tokens, loaded by the host
-
-    return hostcore_tokens.store(host())
+    """The tokens plugin's store, or None when the plugin is not enabled: asked of the plugin the
+    host loaded under that name, so this plugin imports no other."""
+    tokens = host().pm.get_plugin("tokens")
+    return tokens.store(host()) if tokens is not None else None
 
 
 def signed_in() -> tuple[Principal, str]:

@@ -4,8 +4,14 @@ move, rename, delete; personal access tokens; the static export."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import hostcore_web
+
+from hostcore import create_app
 from hostcore.testing.servers import cli
+
+from .conftest import CONFIG, People, sign_in
 
 
 def _configure(host) -> None:
@@ -165,3 +171,19 @@ def test_export_site_needs_base_url_for_a_sitemap(host, admin, tmp_path):
     result = cli(host.instance_path, "export-site", "--namespace", "pub", "--out", str(tmp_path / "o"), check=False)
     assert result.returncode != 0 and "export.base_url" in result.stdout + result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_without_the_tokens_plugin_there_are_no_token_pages(tmp_path):
+    """The account's token pages ask the plugin the host loaded under the name ``tokens``: a wiki
+    that does not enable it has none (404), and the web plugin imports no other plugin's code."""
+    config = CONFIG | {"PLUGINS": [p for p in CONFIG["PLUGINS"] if p != "tokens"]}
+    app = create_app(config, instance_path=tmp_path / "instance", plugins=[People()])
+    try:
+        client = app.test_client()
+        csrf = sign_in(client, "carol")
+        assert client.get("/_/account/tokens").status_code == 404
+        assert client.post("/_/account/tokens/revoke", data={"csrf_token": csrf, "id": "x"}).status_code == 404
+    finally:
+        app.extensions["hostcore"].close()
+    source = "\n".join(p.read_text() for p in Path(hostcore_web.__file__).parent.glob("*.py"))
+    assert "hostcore_tokens" not in source
