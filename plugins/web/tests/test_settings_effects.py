@@ -130,3 +130,15 @@ def test_the_web_reads_attachments_with_the_readers_access_not_the_systems(host,
     upload(host, "team/secret", "s.png", HERO)
     assert client_for("dave").get("/_/web/files/team/secret/s.png").data == HERO
     assert client_for("dave").get("/_/web/files/notes/x/s.png").status_code == 404
+
+
+def test_live_pages_are_noindex_unless_the_namespace_allows_robots(admin, visitor, carol):
+    """The live pages follow the namespace's ``export.robots_allow``, as its static export does: a
+    public namespace's pages are open to anyone, but search engines list them only once allowed."""
+    admin.save_page("pub/open", body="For everyone.", title="Open")
+    noindex = '<meta name="robots" content="noindex">'
+    assert noindex in visitor.get("/pub/open").text and noindex in visitor.get("/pub/").text
+    assert noindex in carol.get("/notes/").text  # a namespace for its members only: never listed
+    admin.save_namespace("pub", admin.read_namespace("pub")["hash"], export={"robots_allow": True})
+    assert noindex not in visitor.get("/pub/open").text and noindex not in visitor.get("/pub/").text
+    assert noindex in carol.get("/notes/").text
