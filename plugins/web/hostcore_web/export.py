@@ -103,7 +103,7 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
                               field="export.base_url")  # fmt: skip
     if base_url and not base_url.endswith("/"):
         base_url += "/"
-    noindex = not export.get("robots_allow", False)
+    noindex = render.noindex(settings)
     index_slug = f"{namespace}/{settings.get('index') or 'index'}"
     layout = Layout(namespace, export.get("links") == "pretty", index_slug)
     reader = Principal("export", frozenset({"read"}), frozenset({namespace}), rate_limited=False)

@@ -225,6 +225,12 @@ def look(settings: dict[str, Any]) -> dict[str, Any]:
     return {"skin": skin, "palette": palette, "dark": palette in DARK or (palette == "skin" and skin == "phosphor")}
 
 
+def noindex(settings: dict[str, Any]) -> bool:
+    """Whether a namespace's pages ask search engines not to list them (live and exported alike):
+    unless its ``export.robots_allow`` is true."""
+    return not (settings.get("export") or {}).get("robots_allow", False)
+
+
 class _Everything:
     """Wiki-link targets that exist, for a render whose missing links are marked afterwards (:func:`mark_missing`)."""
 

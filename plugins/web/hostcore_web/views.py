@@ -105,7 +105,7 @@ def page(template: str, namespace: str | None = None, **context: Any) -> str:
         logout_path=hostcore.LOGOUT_PATH,
         namespace_image=image,
         preview_image=host().config["PUBLIC_URL"].rstrip("/") + shown if shown else None,
-        noindex=not (settings.get("export") or {}).get("robots_allow", False),
+        noindex=render.noindex(settings),
         **context,
     )
 
