@@ -5,8 +5,8 @@ A git commit is cheap; making it durable is not: each object file and the ref ne
 4 ms each on an ordinary disk, one after another under the write lock. Concurrent fsyncs of
 different files cost about one (the file system commits its journal once for all of them), so
 every change waiting for the lock is taken by one *leader* thread, which writes each change's
-commit (one commit per change, each on the previous, with its own author and message), flushes all
-their objects at once, moves the branch once, and hands every waiting thread its own outcome. The
+commit (one commit per change, each on the previous, with its own author and message), writes and
+flushes all their objects at once (one pack), moves the branch once, and hands every waiting thread its own outcome. The
 branch never points at an object before it is on disk, and no change is acknowledged before the
 branch holds it.
 

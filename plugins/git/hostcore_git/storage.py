@@ -3,24 +3,27 @@
 The repository is bare: there is no working tree or index to keep in step, commits are built at
 the object level, and operators clone it, pull from it and push into it with ordinary git (a push
 into a non-bare repository's checked-out branch is refused by git). Next to git's own files the
-folder holds hostcore's: ``hostcore.lock`` (the write lock), ``hostcore-history.sqlite`` (the
+folder holds hostcore's: ``hostcore.lock`` (the write lock), ``hostcore-packs.lock`` (see
+:class:`hostcore_git.packs.Merger`), ``hostcore-history.sqlite`` (the
 history index, see :mod:`hostcore_git.history`, with its ``.lock`` and ``.checked``) and, with a
 remote, ``hostcore-push.json``. Git ignores them and never clones or pushes them.
 
-A write runs in two steps. Blobs are written first, outside any lock (they are content-addressed,
-so an unused one is harmless garbage). Then the change joins the writes of this process waiting
-for the inter-process file lock, and one thread commits them together (:mod:`hostcore_git.group`):
-under the lock, the branch head is resolved; for each change in turn every expectation is checked
-against the tree so far, the new tree is built along the changed paths only and its commit object
-written on the previous one (one commit per change, with its author and message; a change whose
-expectation fails gets its Conflict and no commit); then every new object (blobs included) is
-flushed to disk at once, the branch moves to the last commit with compare-and-swap (only if it
-still points at the head read first) and the ref is flushed. Objects are loose objects, as git
-writes them, so ``git gc`` and ``git repack`` run by an operator at the same time keep them (git
-never prunes a recent loose object). Objects are always on disk before the ref moves and the ref
-before any change of the group is acknowledged, so a process killed at any point leaves each page
-as it was before or after its change. A ref lock file left by a killed process is removed once it
-is older than any live git process would hold it.
+A write runs in two steps. Its blobs are hashed and compressed first, outside any lock. Then the
+change joins the writes of this process waiting for the inter-process file lock, and one thread
+commits them together (:mod:`hostcore_git.group`): under the lock, the branch head is resolved;
+for each change in turn every expectation is checked against the tree so far, the new tree is
+built along the changed paths only and its commit object made on the previous one (one commit per
+change, with its author and message; a change whose expectation fails gets its Conflict and no
+commit); then every new object of the group (blobs included) is written as one pack, flushed and
+kept (:mod:`hostcore_git.packs`), the branch moves to the last commit with compare-and-swap (only
+if it still points at the head read first), the pack's ``.keep`` goes and the ref is flushed.
+Objects are always on disk before the ref moves and the ref before any change of the group is
+acknowledged, so a process killed at any point leaves each page as it was before or after its
+change. ``git gc`` and ``git repack`` run by an operator at the same time keep every object: a
+pack is kept until the branch references it, as git keeps a pushed one. Small packs are merged
+in the background as they accumulate, and repository handles renewed every :data:`HANDLE_SECONDS` so that packs
+removed since are closed. A ref lock file left by a killed process is removed once it is older
+than any live git process would hold it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -62,6 +65,7 @@ from hostcore import (
     out_of_space,
 )
 
+from . import packs
 from .group import Group, Pending, flush
 from .history import HistoryIndex, changed_paths, split_moves, unchanged_moves, with_moves
 from .remote import Pusher
@@ -76,7 +80,9 @@ STALE_REF_LOCK = 5.0
 _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
-_VANISHED_ATTEMPTS = 5  # writes of an object whose folder a concurrent git gc removed
+CLOSE_MERGE_WAIT = 60.0  # seconds close() lets a running pack merge finish
+HANDLE_SECONDS = 30.0  # age at which a repository handle is renewed (it holds removed packs open)
+BLOB = int(pygit2.enums.ObjectType.BLOB)
 _UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
 _BLOB_ID = re.compile(r"[0-9a-f]{40}")
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's id of the empty tree: the version of an unborn branch
@@ -106,6 +112,8 @@ class GitStorage(Storage):
         pygit2.settings.enable_fsync_gitdir(False)
         self._durable = bool(self.config["fsync"])
         self._group: Group[_Change] = Group(self._commit_group)
+        self._writing: tuple[int, float, pygit2.Repository, packs.Objects] | None = None
+        self._merger = packs.Merger(self.root / "objects" / "pack", self.root / "hostcore-packs.lock", self._durable)
         # libgit2 caches no tree over 4 KB by default, so every read in a folder of thousands of
         # pages re-parsed that folder's tree: 1.1 ms per read at 6,000 pages, 0.02 ms cached.
         pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
@@ -138,12 +146,33 @@ class GitStorage(Storage):
     # --- reading ---------------------------------------------------------------------------
 
     def _repo(self) -> pygit2.Repository:
-        """This thread's repository handle: libgit2 handles must not be shared between threads."""
-        local = self._local
-        if getattr(local, "pid", None) != os.getpid():
+        """This thread's repository handle: libgit2 handles must not be shared between threads.
+
+        Renewed every :data:`HANDLE_SECONDS`: a handle keeps every pack it opened open, and
+        merged packs (:func:`packs.merge`) and ``git gc`` remove packs.
+        """
+        local, now = self._local, time.monotonic()
+        if getattr(local, "pid", None) != os.getpid() or now - local.opened > HANDLE_SECONDS:
+            if getattr(local, "pid", None) == os.getpid():
+                # Close its packs now (pygit2 handles sit in reference cycles, freed late); an
+                # object read through it still works: the handle reopens what it needs.
+                local.repo.free()
             local.repo = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH)
-            local.pid, local.head, local.tree = os.getpid(), None, None
+            local.pid, local.opened, local.head, local.tree = os.getpid(), now, None, None
         return local.repo
+
+    def _writer(self) -> tuple[pygit2.Repository, packs.Objects]:
+        """This process's handle for the group leader (one thread at a time, under the lock): the
+        objects it writes stay in memory (the returned :class:`packs.Objects`) until they are
+        written as one pack. Renewed as :meth:`_repo`'s are."""
+        now = time.monotonic()
+        if self._writing is None or self._writing[0] != os.getpid() or now - self._writing[1] > HANDLE_SECONDS:
+            if self._writing is not None and self._writing[0] == os.getpid():
+                self._writing[2].free()
+            repo, objects = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH), packs.Objects()
+            repo.odb.add_backend(objects, 1000)  # before git's own: new objects land here
+            self._writing = (os.getpid(), now, repo, objects)
+        return self._writing[2], self._writing[3]
 
     def _head(self, repo: pygit2.Repository) -> pygit2.Oid | None:
         """The commit the branch points at now (other processes move it), None while unborn."""
@@ -264,64 +293,75 @@ class GitStorage(Storage):
         return {path: str(oid) if oid is not None else None for path, oid in wanted.items()}
 
     def _commit(self, ops: Sequence[Operation], change: Change) -> tuple[dict[str, pygit2.Oid | None], bool]:
-        """Write the blobs, then have the change committed with the others waiting for the lock.
+        """Hash and compress the blobs, then have the change committed with the others waiting
+        for the lock.
 
         Returns (path -> blob id, None for a delete; whether a commit was made).
         """
-        repo = self._repo()
-        wanted = {op.path: _writing_objects(repo.create_blob, op.data) if isinstance(op, Put) else None for op in ops}
+        blobs = {op.path: (pygit2.hash(op.data), op.data, packs.entry(BLOB, op.data)) for op in ops if isinstance(op, Put)}
+        wanted = {op.path: blobs[op.path][0] if op.path in blobs else None for op in ops}
         signature = _signature(change)
-        committed = self._group.submit(_Change(ops, wanted, signature, with_moves(change.message, change.moves)))
+        item = _Change(ops, wanted, blobs, signature, with_moves(change.message, change.moves))
+        committed = self._group.submit(item)
         return wanted, bool(committed)
 
     def _commit_group(self, take: Callable[[], builtins.list[Pending[_Change]]]) -> None:
-        """Under the lock: one commit per change of ``take()``, chained, flushed, then the branch
-        moved once; finishes each change with whether it committed, or its own error."""
-        repo = self._repo()
+        """Under the lock: one commit per change of ``take()``, chained, their objects written as
+        one pack, then the branch moved once; finishes each change with whether it committed, or
+        its own error."""
+        repo, objects = self._writer()
+        pack_folder = self.root / "objects" / "pack"
         with self._lock:
             group = take()
-            for _ in range(_CAS_ATTEMPTS):
-                head, tree = self._snapshot(repo)
-                parent, written = head, [oid for pending in group for oid in pending.item.wanted.values() if oid is not None]
-                made: builtins.list[tuple[pygit2.Oid, pygit2.Oid | None, builtins.list[str]]] = []
-                outcomes: dict[Pending[_Change], bool | HostcoreError] = {}
-                for pending in group:
-                    item = pending.item
+            try:
+                for _ in range(_CAS_ATTEMPTS):
+                    objects.clear()
+                    head = self._head(repo)
+                    parent, tree = head, (repo[head].peel(pygit2.Tree) if head is not None else None)
+                    made: builtins.list[tuple[pygit2.Oid, pygit2.Oid | None, builtins.list[str]]] = []
+                    outcomes: dict[Pending[_Change], bool | HostcoreError] = {}
+                    for pending in group:
+                        item = pending.item
+                        try:
+                            changes = _changes(tree, item.ops, item.wanted)
+                        except HostcoreError as exc:  # this change's own conflict: the others go on
+                            outcomes[pending] = exc
+                            continue
+                        outcomes[pending] = bool(changes)
+                        if not changes:
+                            continue
+                        for path, oid in changes.items():
+                            if oid is not None and oid not in repo.odb:
+                                objects.add(oid, BLOB, item.blobs[path][1], item.blobs[path][2])
+                        new_tree = build(repo, tree, changes)
+                        parents = [parent] if parent else []
+                        commit = repo.create_commit(None, item.signature, item.signature, item.message, new_tree, parents)
+                        made.append((commit, parent, sorted(changes)))
+                        parent, tree = commit, repo[new_tree].peel(pygit2.Tree)
+                    if not made:
+                        break
+                    written = packs.write(pack_folder, objects, self._durable)
                     try:
-                        changes = _changes(tree, item.ops, item.wanted)
-                    except HostcoreError as exc:  # this change's own conflict: the others go on
-                        outcomes[pending] = exc
-                        continue
-                    outcomes[pending] = bool(changes)
-                    if not changes:
-                        continue
-                    new_tree = _writing_objects(build, repo, tree, changes, written)
-                    parents = [parent] if parent else []
-                    commit = _writing_objects(repo.create_commit, None, item.signature, item.signature, item.message, new_tree, parents)
-                    written.append(commit)
-                    made.append((commit, parent, sorted(changes)))
-                    parent, tree = commit, repo[new_tree].peel(pygit2.Tree)
-                if not made:
-                    break
-                self._flush_objects(written)
-                if self._move_branch(repo, head, made[-1][0]):
-                    self._index(repo, made)
-                    break
-            else:
-                raise Unavailable("the branch kept moving under pushes from outside; try again")
+                        moved = self._move_branch(repo, head, made[-1][0])
+                    finally:
+                        written.release()
+                    if moved:
+                        self._index(repo, made)
+                        break
+                else:
+                    raise Unavailable("the branch kept moving under pushes from outside; try again")
+            finally:
+                objects.clear()
         if made and self._durable:
             # After the lock: a later group's flush of the ref holds this group's commits too.
             flush([self.root / self._branch])
+        if made:
+            self._merger.poke()
         for pending, outcome in outcomes.items():
             if isinstance(outcome, HostcoreError):
                 pending.finish(error=outcome)
             else:
                 pending.finish(outcome)
-
-    def _flush_objects(self, oids: Iterable[pygit2.Oid]) -> None:
-        """Flush the loose object files of ``oids`` to disk (unless the fsync setting is off)."""
-        if self._durable:
-            flush(self.root / "objects" / str(oid)[:2] / str(oid)[2:] for oid in oids)
 
     def _move_branch(self, repo: pygit2.Repository, parent: pygit2.Oid | None, commit: pygit2.Oid) -> bool:
         """Point the branch at ``commit`` if it still points at ``parent``; False if it moved.
@@ -491,14 +531,19 @@ class GitStorage(Storage):
         return status
 
     def close(self) -> None:
-        """Finish a pending push (briefly), close the history index and this thread's handle."""
+        """Finish a pending push and a running pack merge (briefly), close the history index, this
+        thread's handle and the group leader's."""
         if self._pusher is not None:
             self._pusher.close()
+        self._merger.wait(CLOSE_MERGE_WAIT)
         self._history.close()
         local = self._local
         if getattr(local, "pid", None) == os.getpid():
             local.repo.free()
         local.pid = None
+        if self._writing is not None and self._writing[0] == os.getpid():
+            self._writing[2].free()
+        self._writing = None
 
 
 @dataclass(frozen=True)
@@ -507,29 +552,9 @@ class _Change:
 
     ops: Sequence[Operation]
     wanted: Mapping[str, pygit2.Oid | None]
+    blobs: Mapping[str, tuple[pygit2.Oid, bytes, bytes]]  # path -> blob id, content, pack entry
     signature: pygit2.Signature
     message: str
-
-
-def _folder_vanished(exc: BaseException) -> bool:
-    """Whether writing a loose object failed because its fan-out folder (``objects/9d/``) was
-    removed under it: ``git repack -d`` / ``git gc`` (``prune-packed``) remove the folders they
-    empty, between libgit2 making the folder and renaming the object into it."""
-    text = str(exc)
-    return isinstance(exc, (OSError, pygit2.GitError)) and "No such file or directory" in text and "objects" in text
-
-
-def _writing_objects(write: Callable[..., T], *args: Any) -> T:
-    """``write(*args)``, which writes loose objects, tried again while a git gc removes the folders
-    it writes into (git itself retries there); objects are content-addressed, so writing one twice
-    is harmless."""
-    for attempt in range(_VANISHED_ATTEMPTS):
-        try:
-            return write(*args)
-        except (OSError, pygit2.GitError) as exc:
-            if attempt == _VANISHED_ATTEMPTS - 1 or not _folder_vanished(exc):
-                raise
-    raise AssertionError("unreachable")
 
 
 def _clear_stale_lock(lock: Path) -> bool:

@@ -64,28 +64,16 @@ def _walk(tree: pygit2.Tree, base: str) -> Iterator[tuple[str, pygit2.Oid]]:
             yield f"{base}{entry.name}", entry.id
 
 
-def build(
-    repo: pygit2.Repository,
-    tree: pygit2.Tree | None,
-    changes: Mapping[str, pygit2.Oid | None],
-    written: list[pygit2.Oid] | None = None,
-) -> pygit2.Oid:
+def build(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None]) -> pygit2.Oid:
     """Write the tree that is ``tree`` with ``changes`` (path -> blob id, None to delete) applied.
 
-    Returns the new root tree id; folders left empty are removed, the root may become empty. The
-    id of every tree object written is appended to ``written`` when given.
+    Returns the new root tree id; folders left empty are removed, the root may become empty.
     """
-    out = written if written is not None else []
-    root = _build(repo, tree, changes, out)
-    if root is None:
-        root = repo.TreeBuilder().write()
-        out.append(root)
-    return root
+    root = _build(repo, tree, changes)
+    return root if root is not None else repo.TreeBuilder().write()
 
 
-def _build(
-    repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None], written: list[pygit2.Oid]
-) -> pygit2.Oid | None:
+def _build(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Mapping[str, pygit2.Oid | None]) -> pygit2.Oid | None:
     builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
     below: dict[str, dict[str, pygit2.Oid | None]] = {}
     for path, oid in changes.items():
@@ -101,16 +89,12 @@ def _build(
         current = builder.get(name)
         found = repo[current.id] if current is not None and current.filemode == FileMode.TREE else None
         subtree = found if isinstance(found, pygit2.Tree) else None
-        new = _build(repo, subtree, sub, written)
+        new = _build(repo, subtree, sub)
         if new is not None:
             builder.insert(name, new, FileMode.TREE)
         elif current is not None:
             builder.remove(name)
-    if not len(builder):
-        return None
-    oid = builder.write()
-    written.append(oid)
-    return oid
+    return builder.write() if len(builder) else None
 
 
 def changed(repo: pygit2.Repository, old: pygit2.Oid | None, new: pygit2.Oid | None, base: str = "") -> Iterator[str]:

@@ -383,42 +383,6 @@ def test_concurrent_processes_git_gc_and_a_killed_writer_lose_no_acknowledged_wr
     assert_fsck_clean(root)
 
 
-def _prune_empty_fanout_folders(objects: str) -> None:
-    """What ``git prune-packed`` (run by ``git repack -d`` and ``git gc``) does to the folders it
-    empties, as fast as it can, until killed."""
-    names = [f"{i:02x}" for i in range(256)]
-    while True:
-        for name in names:
-            try:
-                os.rmdir(os.path.join(objects, name))
-            except OSError:
-                pass
-
-
-def test_object_writes_survive_a_git_gc_removing_their_folders(tmp_path: Path) -> None:
-    """libgit2 makes an object's fan-out folder (objects/9d/), then renames the object into it; a
-    concurrent git gc may remove the folder in between ("failed to rename lockfile ... No such file
-    or directory": a save failed in a fresh-clone run while the operator test ran git gc). Writes
-    are tried again, as git does: none fails. Without the retry, about 2% of these writes failed."""
-    import multiprocessing
-
-    import pygit2
-
-    repo = pygit2.init_repository(str(tmp_path / "repo"), bare=True)
-    objects = str(tmp_path / "repo" / "objects")
-    pruner = multiprocessing.get_context("fork").Process(target=_prune_empty_fanout_folders, args=(objects,), daemon=True)
-    pruner.start()
-    try:
-        for i in range(2000):
-            data = f"object {i} {os.urandom(8).hex()}".encode()
-            oid = storage_module._writing_objects(repo.create_blob, data)
-            assert repo[oid].data == data
-            os.unlink(os.path.join(objects, str(oid)[:2], str(oid)[2:]))  # keep the folders empty, as packing does
-    finally:
-        pruner.kill()
-        pruner.join()
-
-
 def _flicker_ref_lock(lock: str) -> None:
     """What ``git pack-refs`` (run by ``git gc``) does to a branch's lock: take it for a moment and
     let it go, over and over, until killed."""

@@ -1,0 +1,374 @@
+"""Pack files: each group of commits is written as one git pack, and small packs are merged.
+
+A save used to write four loose objects (its blob, two or three trees, its commit): four files
+created and flushed per save. Creating a file is what a busy disk makes slow (about 1 ms each on
+ext4 right after many deletions), so a group's objects are now written as one pack and its index
+(git's formats, version 2: each object zlib-compressed whole, no deltas), flushed together before
+the branch moves: three files per group whatever its size.
+
+The protocol is git's own for a pack received by a push (``index-pack --keep``): the pack is
+written to temporary files and flushed, a ``.keep`` file is made, the pack and then its index are
+renamed into ``objects/pack`` (git finds packs by their index), the folder is flushed; the caller
+moves the branch, then removes the ``.keep``. While it exists, a concurrent ``git repack -a -d``
+keeps the pack, whose objects nothing references yet.
+
+:func:`merge` keeps the number of packs small: readers look an object up in each pack in turn.
+Packs without deltas (hostcore's own) are merged by copying their entries, without decompressing
+anything, in tiers: once there are :data:`MERGE_AT` under 1 MB they become one, and so on up to
+64 MB; bigger packs, and git's own (with deltas), are left to ``git gc``. A :class:`Merger` runs it
+in a thread of its own, in one process at a time, so no save waits for it; the new pack is flushed
+before the old ones go, and a reader that had an old one open reads on (git's readers, and
+libgit2's, look again when a pack is gone).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import mmap
+import os
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from .group import flush
+
+SIGNATURE = b"PACK"
+IDX_SIGNATURE = b"\377tOc"
+OFS_DELTA = 6
+MERGE_AT = 16  # packs of one tier that are merged into one
+TIERS = (1 << 20, 16 << 20, 64 << 20)  # sizes under which packs are merged
+KEEP_TEXT = b"hostcore: being written\n"
+STALE_KEEP = 60.0  # seconds after which a hostcore .keep is one a killed process left
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Written:
+    """A pack just written: its files, with the ``.keep`` that protects it until :meth:`release`."""
+
+    pack: Path
+    idx: Path
+    keep: Path
+
+    def release(self) -> None:
+        self.keep.unlink(missing_ok=True)
+
+
+class Objects(pygit2.OdbBackend):
+    """An object database in memory: added to the group leader's handle before git's own, it
+    receives every object the leader writes (trees, commits), and holds the blobs given to
+    :meth:`add`, until they are written as one pack and cleared."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.objects: dict[pygit2.Oid, tuple[int, bytes, bytes | None]] = {}  # id -> type, content, pack entry
+
+    def add(self, oid: pygit2.Oid, kind: int, data: bytes, packed: bytes | None = None) -> None:
+        """Hold an object whose pack entry (:func:`entry`) may be made already."""
+        self.objects[oid] = (kind, data, packed)
+
+    def clear(self) -> None:
+        self.objects.clear()
+
+    # libgit2's calls
+    def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
+        self.objects[oid] = (int(kind), data, None)
+
+    def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        kind, data, _ = self.objects[oid]
+        return kind, data
+
+    def read_header_cb(self, oid: pygit2.Oid) -> tuple[int, int]:
+        kind, data, _ = self.objects[oid]
+        return kind, len(data)
+
+    def read_prefix_cb(self, oid: pygit2.Oid) -> tuple[int, bytes, pygit2.Oid]:
+        raise KeyError(oid)  # the leader names objects by full id only
+
+    def exists_cb(self, oid: pygit2.Oid) -> bool:
+        return oid in self.objects
+
+    def exists_prefix_cb(self, oid: pygit2.Oid) -> pygit2.Oid:
+        raise KeyError(oid)
+
+    def refresh_cb(self) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[pygit2.Oid]:
+        return iter(list(self.objects))
+
+
+def entry(kind: int, data: bytes) -> bytes:
+    """An object's pack entry: its header, then its content compressed."""
+    return _header(kind, len(data)) + zlib.compress(data)
+
+
+def _header(kind: int, size: int) -> bytes:
+    """An entry's header: type and size, 4 bits then 7 per byte, low bits first."""
+    out = bytearray()
+    byte = (kind << 4) | (size & 0x0F)
+    size >>= 4
+    while size:
+        out.append(byte | 0x80)
+        byte, size = size & 0x7F, size >> 7
+    out.append(byte)
+    return bytes(out)
+
+
+def _write_idx(path: Path, entries: list[tuple[bytes, int, int]], pack_sum: bytes) -> None:
+    """Write a version 2 index of ``entries`` (binary id, crc32, offset; any order) to ``path``."""
+    entries = sorted(entries)
+    fanout = [0] * 256
+    for name, _, _ in entries:
+        fanout[name[0]] += 1
+    total = 0
+    for i in range(256):
+        total += fanout[i]
+        fanout[i] = total
+    body = b"".join(
+        (
+            IDX_SIGNATURE,
+            struct.pack(">I", 2),
+            struct.pack(">256I", *fanout),
+            b"".join(name for name, _, _ in entries),
+            struct.pack(f">{len(entries)}I", *(crc for _, crc, _ in entries)),
+            struct.pack(f">{len(entries)}I", *(offset for _, _, offset in entries)),
+            pack_sum,
+        )
+    )
+    with open(path, "wb") as out:
+        out.write(body)
+        out.write(hashlib.sha1(body).digest())
+
+
+def _publish(folder: Path, tmp_pack: Path, tmp_idx: Path, pack_sum: bytes, durable: bool) -> Written:
+    """Flush the temporary files, keep, rename them into place (the index last), flush the folder."""
+    if durable:
+        flush([tmp_pack, tmp_idx])
+    base = folder / f"pack-{pack_sum.hex()}"
+    written = Written(base.with_suffix(".pack"), base.with_suffix(".idx"), base.with_suffix(".keep"))
+    try:
+        written.keep.write_bytes(KEEP_TEXT)
+        os.replace(tmp_pack, written.pack)
+        os.replace(tmp_idx, written.idx)
+        if durable:
+            flush([folder])
+    except BaseException:
+        for path in (written.idx, written.pack, written.keep):
+            path.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def write(folder: Path, objects: Objects, durable: bool = True) -> Written:
+    """Write ``objects`` as one pack in ``folder`` (``objects/pack``), kept until the caller
+    releases it. Raises OSError, leaving no pack."""
+
+    def entries() -> Iterator[tuple[bytes, int, bytes]]:
+        for oid, (kind, data, packed) in objects.objects.items():
+            made = packed if packed is not None else entry(kind, data)
+            yield oid.raw, zlib.crc32(made), made
+
+    return _write(folder, "hostcore", len(objects.objects), entries(), durable)
+
+
+def _write(folder: Path, name: str, count: int, entries: Iterable[tuple[bytes, int, bytes]], durable: bool) -> Written:
+    """Write the pack of ``count`` ``entries`` (binary id, crc32, entry) and its index as
+    temporary files named after ``name``, then publish them (see :func:`_publish`)."""
+    tmp_pack = folder / f"tmp_pack_{name}_{os.getpid()}"
+    tmp_idx = folder / f"tmp_idx_{name}_{os.getpid()}"
+    listed: list[tuple[bytes, int, int]] = []
+    digest = hashlib.sha1()
+    try:
+        with open(tmp_pack, "wb") as out:
+            head = SIGNATURE + struct.pack(">II", 2, count)
+            out.write(head)
+            digest.update(head)
+            offset = len(head)
+            for oid, crc, made in entries:
+                out.write(made)
+                digest.update(made)
+                listed.append((oid, crc, offset))
+                offset += len(made)
+            pack_sum = digest.digest()
+            out.write(pack_sum)
+        _write_idx(tmp_idx, listed, pack_sum)
+        return _publish(folder, tmp_pack, tmp_idx, pack_sum, durable)
+    finally:
+        tmp_pack.unlink(missing_ok=True)
+        tmp_idx.unlink(missing_ok=True)
+
+
+# --- merging ------------------------------------------------------------------------------
+
+_SIDE_FILES = (".keep", ".bitmap", ".rev", ".mtimes", ".promisor")
+
+
+@dataclass(frozen=True)
+class _Pack:
+    pack: Path
+    size: int
+    entries: list[tuple[bytes, int, int]]  # binary id, crc32, offset; by offset
+
+
+def _read_idx(idx: Path) -> list[tuple[bytes, int, int]] | None:
+    """The entries of a version 2 index by offset, or None when it is not one this module merges
+    (another version, or offsets past 2 GB)."""
+    data = idx.read_bytes()
+    if data[:4] != IDX_SIGNATURE or struct.unpack(">I", data[4:8])[0] != 2:
+        return None
+    count = struct.unpack(">I", data[8 + 255 * 4 : 8 + 256 * 4])[0]
+    names_at = 8 + 256 * 4
+    crcs_at = names_at + 20 * count
+    offsets_at = crcs_at + 4 * count
+    crcs = struct.unpack(f">{count}I", data[crcs_at:offsets_at])
+    offsets = struct.unpack(f">{count}I", data[offsets_at : offsets_at + 4 * count])
+    if any(offset & 0x80000000 for offset in offsets):
+        return None
+    names = [data[names_at + 20 * i : names_at + 20 * (i + 1)] for i in range(count)]
+    return sorted(zip(names, crcs, offsets, strict=True), key=lambda entry: entry[2])
+
+
+def _small_packs(folder: Path, under: int) -> list[tuple[Path, int]]:
+    """(pack, size) of the packs in ``folder`` under ``under`` bytes that have an index and no
+    other file (no ``.keep``: not being written or pushed; no bitmap, reverse index...)."""
+    names = {entry.name for entry in os.scandir(folder)}
+    found = []
+    for name in sorted(names):
+        stem = name[: -len(".pack")]
+        if not (name.startswith("pack-") and name.endswith(".pack")) or f"{stem}.idx" not in names:
+            continue
+        if any(f"{stem}{suffix}" in names for suffix in _SIDE_FILES):
+            continue
+        try:
+            size = (folder / name).stat().st_size
+        except FileNotFoundError:
+            continue
+        if size < under:
+            found.append((folder / name, size))
+    return found
+
+
+def _without_deltas(pack: Path, size: int) -> _Pack | None:
+    """The pack with its entries when none is a delta (hostcore's packs; git's have deltas, whose
+    offsets copying would break), else None."""
+    entries = _read_idx(pack.with_suffix(".idx"))
+    if entries is None or not entries:
+        return None
+    with open(pack, "rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if len(data) != size or any((data[offset] >> 4) & 7 == OFS_DELTA for _, _, offset in entries):
+            return None
+    return _Pack(pack, size, entries)
+
+
+def small_pack_count(folder: Path) -> int:
+    """How many packs of ``folder`` a merge could take (a directory listing and a stat each)."""
+    return len(_small_packs(folder, TIERS[-1]))
+
+
+def merge(folder: Path, durable: bool = True) -> int:
+    """Merge small hostcore packs of ``folder`` tier by tier (see the module's docs); returns how
+    many packs were merged away. One process at a time (see :class:`Merger`); objects are in the
+    new pack, flushed, before any old pack is removed."""
+    now = time.time()
+    for name in os.listdir(folder):
+        # A hostcore .keep lives for the milliseconds of a branch move: an old one was left by a
+        # process killed between writing its pack and moving the branch.
+        keep = folder / name
+        try:
+            if name.endswith(".keep") and now - keep.stat().st_mtime > STALE_KEEP and keep.read_bytes() == KEEP_TEXT:
+                keep.unlink()
+        except FileNotFoundError:
+            pass
+    merged = 0
+    for under in TIERS:
+        small = _small_packs(folder, under)
+        if len(small) < MERGE_AT:
+            continue
+        try:
+            packs = [pack for path, size in small if (pack := _without_deltas(path, size)) is not None]
+        except FileNotFoundError:  # a git gc removed one meanwhile: its objects are elsewhere now
+            continue
+        if len(packs) < MERGE_AT:
+            continue
+        written = _merge(folder, packs, durable)
+        written.release()
+        for pack in packs:
+            if pack.pack != written.pack:
+                pack.pack.with_suffix(".idx").unlink(missing_ok=True)  # the index first: readers find packs by it
+                pack.pack.unlink(missing_ok=True)
+        merged += len(packs)
+    return merged
+
+
+def _merge(folder: Path, packs: Iterable[_Pack], durable: bool) -> Written:
+    """One pack of every object of ``packs`` (each once), copied entry by entry."""
+    seen: set[bytes] = set()
+    plan: list[tuple[Path, list[tuple[bytes, int, int, int]]]] = []  # pack, (id, crc, offset, length)
+    for pack in packs:
+        ends = [offset for _, _, offset in pack.entries[1:]] + [pack.size - 20]
+        chosen = [(name, crc, offset, end - offset) for (name, crc, offset), end in zip(pack.entries, ends, strict=True) if name not in seen]
+        seen.update(name for name, _, _, _ in chosen)
+        plan.append((pack.pack, chosen))
+
+    def entries() -> Iterator[tuple[bytes, int, bytes]]:
+        for path, chosen in plan:
+            with open(path, "rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                for name, crc, start, length in chosen:
+                    yield name, crc, data[start : start + length]
+
+    return _write(folder, "hostcore_merge", len(seen), entries(), durable)
+
+
+class Merger:
+    """Merges the small packs of ``folder`` in a thread of this process, after a save left
+    :data:`MERGE_AT` of them, so that no save waits for it; the file lock ``lock`` (taken without
+    waiting) keeps it to one process at a time."""
+
+    def __init__(self, folder: Path, lock: Path, durable: bool) -> None:
+        self.folder, self.lock, self.durable = folder, lock, durable
+        self._guard = threading.Lock()
+        self._thread: tuple[int, threading.Thread] | None = None
+
+    def poke(self) -> None:
+        """Start merging if there are enough small packs and no merge runs in this process."""
+        if small_pack_count(self.folder) < MERGE_AT:
+            return
+        with self._guard:
+            if self._thread is not None and self._thread[0] == os.getpid() and self._thread[1].is_alive():
+                return
+            thread = threading.Thread(target=self._run, name="hostcore-packs", daemon=True)
+            self._thread = (os.getpid(), thread)
+            thread.start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for this process's merge, if one runs."""
+        running = self._thread
+        if running is not None and running[0] == os.getpid():
+            running[1].join(timeout)
+
+    def _run(self) -> None:
+        try:
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            log.warning("could not open %s; packs are not merged", self.lock, exc_info=True)
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another process merges
+                return
+            merge(self.folder, self.durable)
+        except OSError:
+            log.warning("could not merge the packs of %s; the next save tries again", self.folder, exc_info=True)
+        finally:
+            os.close(fd)
