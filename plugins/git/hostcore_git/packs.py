@@ -16,7 +16,8 @@ keeps the pack, whose objects nothing references yet.
 Packs without deltas (hostcore's own) are merged by copying their entries, without decompressing
 anything, in tiers: once there are :data:`MERGE_AT` under 1 MB they become one, and so on up to
 64 MB; bigger packs, and git's own (with deltas), are left to ``git gc``. A :class:`Merger` runs it
-in a thread of its own, in one process at a time, so no save waits for it; the new pack is flushed
+in a thread of its own, in one process at a time, so no save waits for it, and not while a ``git
+gc`` runs (it holds ``gc.pid``; a pack it listed must not go away); the new pack is flushed
 before the old ones go, and a reader that had an old one open reads on (git's readers, and
 libgit2's, look again when a pack is gone).
 """
@@ -36,9 +37,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-
 from .group import flush
+from .odb import Objects
 
 SIGNATURE = b"PACK"
 IDX_SIGNATURE = b"\377tOc"
@@ -46,6 +46,7 @@ OFS_DELTA = 6
 MERGE_AT = 16  # packs of one tier that are merged into one
 TIERS = (1 << 20, 16 << 20, 64 << 20)  # sizes under which packs are merged
 KEEP_TEXT = b"hostcore: being written\n"
+GC_STALE = 12 * 3600.0  # age after which git itself takes a gc.pid for one a killed gc left
 STALE_KEEP = 60.0  # seconds after which a hostcore .keep is one a killed process left
 
 log = logging.getLogger(__name__)
@@ -61,50 +62,6 @@ class Written:
 
     def release(self) -> None:
         self.keep.unlink(missing_ok=True)
-
-
-class Objects(pygit2.OdbBackend):
-    """An object database in memory: added to the group leader's handle before git's own, it
-    receives every object the leader writes (trees, commits), and holds the blobs given to
-    :meth:`add`, until they are written as one pack and cleared."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.objects: dict[pygit2.Oid, tuple[int, bytes, bytes | None]] = {}  # id -> type, content, pack entry
-
-    def add(self, oid: pygit2.Oid, kind: int, data: bytes, packed: bytes | None = None) -> None:
-        """Hold an object whose pack entry (:func:`entry`) may be made already."""
-        self.objects[oid] = (kind, data, packed)
-
-    def clear(self) -> None:
-        self.objects.clear()
-
-    # libgit2's calls
-    def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
-        self.objects[oid] = (int(kind), data, None)
-
-    def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
-        kind, data, _ = self.objects[oid]
-        return kind, data
-
-    def read_header_cb(self, oid: pygit2.Oid) -> tuple[int, int]:
-        kind, data, _ = self.objects[oid]
-        return kind, len(data)
-
-    def read_prefix_cb(self, oid: pygit2.Oid) -> tuple[int, bytes, pygit2.Oid]:
-        raise KeyError(oid)  # the leader names objects by full id only
-
-    def exists_cb(self, oid: pygit2.Oid) -> bool:
-        return oid in self.objects
-
-    def exists_prefix_cb(self, oid: pygit2.Oid) -> pygit2.Oid:
-        raise KeyError(oid)
-
-    def refresh_cb(self) -> None:
-        pass
-
-    def __iter__(self) -> Iterator[pygit2.Oid]:
-        return iter(list(self.objects))
 
 
 def entry(kind: int, data: bytes) -> bytes:
@@ -270,6 +227,15 @@ def _without_deltas(pack: Path, size: int) -> _Pack | None:
     return _Pack(pack, size, entries)
 
 
+def _gc_running(folder: Path) -> bool:
+    """Whether a ``git gc`` runs on the repository of ``folder`` (``objects/pack``): it holds
+    ``gc.pid``, and fails ("unable to add recent objects") when a pack it listed goes away."""
+    try:
+        return time.time() - (folder.parent.parent / "gc.pid").stat().st_mtime < GC_STALE
+    except FileNotFoundError:
+        return False
+
+
 def small_pack_count(folder: Path) -> int:
     """How many packs of ``folder`` a merge could take (a directory listing and a stat each)."""
     return len(_small_packs(folder, TIERS[-1]))
@@ -291,6 +257,8 @@ def merge(folder: Path, durable: bool = True) -> int:
             pass
     merged = 0
     for under in TIERS:
+        if _gc_running(folder):
+            break
         small = _small_packs(folder, under)
         if len(small) < MERGE_AT:
             continue
@@ -302,6 +270,8 @@ def merge(folder: Path, durable: bool = True) -> int:
             continue
         written = _merge(folder, packs, durable)
         written.release()
+        if _gc_running(folder):  # it may be listing packs: it removes the old ones itself
+            break
         for pack in packs:
             if pack.pack != written.pack:
                 pack.pack.with_suffix(".idx").unlink(missing_ok=True)  # the index first: readers find packs by it

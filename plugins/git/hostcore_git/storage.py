@@ -68,6 +68,7 @@ from hostcore import (
 from . import packs
 from .group import Group, Pending, flush
 from .history import HistoryIndex, changed_paths, split_moves, unchanged_moves, with_moves
+from .odb import Objects
 from .remote import Pusher
 from .trees import blob_id, build, changed, check_writable, entry_at, walk
 
@@ -112,7 +113,7 @@ class GitStorage(Storage):
         pygit2.settings.enable_fsync_gitdir(False)
         self._durable = bool(self.config["fsync"])
         self._group: Group[_Change] = Group(self._commit_group)
-        self._writing: tuple[int, float, pygit2.Repository, packs.Objects] | None = None
+        self._writing: tuple[int, float, pygit2.Repository, Objects] | None = None
         self._merger = packs.Merger(self.root / "objects" / "pack", self.root / "hostcore-packs.lock", self._durable)
         # libgit2 caches no tree over 4 KB by default, so every read in a folder of thousands of
         # pages re-parsed that folder's tree: 1.1 ms per read at 6,000 pages, 0.02 ms cached.
@@ -161,15 +162,15 @@ class GitStorage(Storage):
             local.pid, local.opened, local.head, local.tree = os.getpid(), now, None, None
         return local.repo
 
-    def _writer(self) -> tuple[pygit2.Repository, packs.Objects]:
+    def _writer(self) -> tuple[pygit2.Repository, Objects]:
         """This process's handle for the group leader (one thread at a time, under the lock): the
-        objects it writes stay in memory (the returned :class:`packs.Objects`) until they are
+        objects it writes stay in memory (the returned :class:`Objects`) until they are
         written as one pack. Renewed as :meth:`_repo`'s are."""
         now = time.monotonic()
         if self._writing is None or self._writing[0] != os.getpid() or now - self._writing[1] > HANDLE_SECONDS:
             if self._writing is not None and self._writing[0] == os.getpid():
                 self._writing[2].free()
-            repo, objects = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH), packs.Objects()
+            repo, objects = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH), Objects()
             repo.odb.add_backend(objects, 1000)  # before git's own: new objects land here
             self._writing = (os.getpid(), now, repo, objects)
         return self._writing[2], self._writing[3]

@@ -351,7 +351,8 @@ def test_concurrent_processes_git_gc_and_a_killed_writer_lose_no_acknowledged_wr
     killed_lines = [killed.stdout.readline().strip()]  # it is writing now
     operator = [["gc", "--quiet"], ["repack", "-A", "-d", "-q"], ["pack-refs", "--all"], ["repack", "-a", "-d", "-q"], ["gc", "--quiet"]]
     for n, command in enumerate(operator):
-        subprocess.run(["git", "--git-dir", str(root), *command], check=True, capture_output=True)
+        done = subprocess.run(["git", "--git-dir", str(root), *command], capture_output=True, text=True)
+        assert done.returncode == 0, f"git {' '.join(command)}: {done.stderr}"
         if n == 2:
             killed.send_signal(signal.SIGKILL)
     killed.wait()

@@ -251,3 +251,19 @@ def test_a_keep_left_by_a_killed_writer_is_cleared_when_packs_merge(storage: Git
     assert stale not in pack_files(storage.root, ".idx")  # merged with the others
     assert storage.read("ns/a.md") == b"a"
     assert_fsck_clean(storage.root)
+
+
+def test_no_pack_is_merged_away_while_git_gc_runs(storage: GitStorage) -> None:
+    """git gc fails ("unable to add recent objects") when a pack it listed goes away: while its
+    gc.pid is there (and fresh), packs pile up; git gc repacks them itself."""
+    (storage.root / "gc.pid").write_text("12345 host\n")
+    for i in range(packs.MERGE_AT + 2):
+        save(storage, f"ns/p{i}.md", f"page {i}")
+        storage._merger.wait()
+    assert len(pack_files(storage.root)) == packs.MERGE_AT + 2
+    old = time.time() - packs.GC_STALE - 1
+    os.utime(storage.root / "gc.pid", (old, old))  # one a killed gc left, as git judges it
+    save(storage, "ns/after.md", "after")
+    storage._merger.wait()
+    assert len(pack_files(storage.root)) < packs.MERGE_AT
+    assert_fsck_clean(storage.root)
