@@ -21,8 +21,8 @@ with git that the branch gained exactly one commit per acknowledged write and th
 its writer's last acknowledged body. Prints figures only; it never asserts timings.
 
 The instances go under ``--dir`` (default: the system's temporary folder), kept until the bench
-ends; it prints what creating a file costs there first, since that decides much of a save's cost
-on this machine's file system (see :func:`file_creation_us`).
+ends; it prints first what creating a file costs there (see :func:`file_creation_us`) and how
+fast the machine runs Python now (:func:`python_loop_seconds`): both move the figures.
 
 ``--env KEY=VALUE`` passes environment variables to the server (a ``HOSTCORE_*`` setting).
 ``--compare REV [--rounds N]`` measures the baseline in the same run: it serves revision REV (its
@@ -229,14 +229,26 @@ def main() -> None:
     # thousands of files slowed the next run's writes.
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-", dir=args.dir) as scratch:
         print(f"creating a file in {args.dir or tempfile.gettempdir()} costs {file_creation_us(Path(scratch)):.0f} us now")
+        print(f"this machine's speed now: {python_loop_seconds():.2f} s for 10^7 turns of a Python loop")
         compare(args, env, Path(scratch))
+
+
+def python_loop_seconds(turns: int = 10**7) -> float:
+    """Seconds this process takes for ``turns`` additions in a Python loop: how fast the machine
+    runs now (a small virtual machine's speed changed 2.3-fold from one day to the next, and every
+    figure with it; compare figures measured at the same speed, or in the same run)."""
+    started, total = time.perf_counter(), 0
+    for i in range(turns):
+        total += i
+    return time.perf_counter() - started
 
 
 def file_creation_us(folder: Path, files: int = 200) -> float:
     """What creating (and writing) a small file costs in ``folder`` now, in microseconds: on ext4
     without a journal, as here, it grows with the inodes deleted nearby in the last minutes (each
-    creation scans past them), from about 35 us to over 1 ms after a test suite's clean-up. The
-    storage writes four such files per save."""
+    creation scans past them), from about 35 us to over 1 ms after a test suite's clean-up. The git
+    storage creates three such files per group of saves (its pack, index and keep), the search
+    index several per commit."""
     probe = folder / "probe"
     probe.mkdir()
     started = time.perf_counter()
