@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import logging
 import mmap
+import operator
 import os
 import struct
 import threading
@@ -43,6 +45,8 @@ from .odb import Objects
 SIGNATURE = b"PACK"
 IDX_SIGNATURE = b"\377tOc"
 OFS_DELTA = 6
+HEADER = 12  # bytes before a pack's first entry
+COPY = 1 << 20  # bytes a merge copies at a time
 MERGE_AT = 16  # packs of one tier that are merged into one
 TIERS = (1 << 20, 16 << 20, 64 << 20)  # sizes under which packs are merged
 KEEP_TEXT = b"hostcore: being written\n"
@@ -129,33 +133,27 @@ def _publish(folder: Path, tmp_pack: Path, tmp_idx: Path, pack_sum: bytes, durab
 def write(folder: Path, objects: Objects, durable: bool = True) -> Written:
     """Write ``objects`` as one pack in ``folder`` (``objects/pack``), kept until the caller
     releases it. Raises OSError, leaving no pack."""
+    listed, chunks, offset = [], [], HEADER
+    for oid, (kind, data, packed) in objects.objects.items():
+        made = packed if packed is not None else entry(kind, data)
+        listed.append((oid.raw, zlib.crc32(made), offset))
+        chunks.append(made)
+        offset += len(made)
+    return _write(folder, "hostcore", listed, chunks, durable)
 
-    def entries() -> Iterator[tuple[bytes, int, bytes]]:
-        for oid, (kind, data, packed) in objects.objects.items():
-            made = packed if packed is not None else entry(kind, data)
-            yield oid.raw, zlib.crc32(made), made
 
-    return _write(folder, "hostcore", len(objects.objects), entries(), durable)
-
-
-def _write(folder: Path, name: str, count: int, entries: Iterable[tuple[bytes, int, bytes]], durable: bool) -> Written:
-    """Write the pack of ``count`` ``entries`` (binary id, crc32, entry) and its index as
-    temporary files named after ``name``, then publish them (see :func:`_publish`)."""
+def _write(folder: Path, name: str, listed: list[tuple[bytes, int, int]], chunks: Iterable[bytes], durable: bool) -> Written:
+    """Write the pack whose entries are ``listed`` (binary id, crc32, offset) and whose body is
+    ``chunks`` (the entries, in the order of their offsets, :data:`HEADER` bytes in), and its
+    index, as temporary files named after ``name``; then publish them (see :func:`_publish`)."""
     tmp_pack = folder / f"tmp_pack_{name}_{os.getpid()}"
     tmp_idx = folder / f"tmp_idx_{name}_{os.getpid()}"
-    listed: list[tuple[bytes, int, int]] = []
     digest = hashlib.sha1()
     try:
         with open(tmp_pack, "wb") as out:
-            head = SIGNATURE + struct.pack(">II", 2, count)
-            out.write(head)
-            digest.update(head)
-            offset = len(head)
-            for oid, crc, made in entries:
-                out.write(made)
-                digest.update(made)
-                listed.append((oid, crc, offset))
-                offset += len(made)
+            for chunk in itertools.chain([SIGNATURE + struct.pack(">II", 2, len(listed))], chunks):
+                out.write(chunk)
+                digest.update(chunk)
             pack_sum = digest.digest()
             out.write(pack_sum)
         _write_idx(tmp_idx, listed, pack_sum)
@@ -222,7 +220,8 @@ def _without_deltas(pack: Path, size: int) -> _Pack | None:
     if entries is None or not entries:
         return None
     with open(pack, "rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        if len(data) != size or any((data[offset] >> 4) & 7 == OFS_DELTA for _, _, offset in entries):
+        firsts = operator.itemgetter(*(offset for _, _, offset in entries))(data) if len(entries) > 1 else (data[entries[0][2]],)
+        if len(data) != size or any((byte >> 4) & 7 == OFS_DELTA for byte in firsts):
             return None
     return _Pack(pack, size, entries)
 
@@ -281,22 +280,40 @@ def merge(folder: Path, durable: bool = True) -> int:
 
 
 def _merge(folder: Path, packs: Iterable[_Pack], durable: bool) -> Written:
-    """One pack of every object of ``packs`` (each once), copied entry by entry."""
+    """One pack of every object of ``packs`` (each once): runs of entries copied as they lie."""
     seen: set[bytes] = set()
-    plan: list[tuple[Path, list[tuple[bytes, int, int, int]]]] = []  # pack, (id, crc, offset, length)
+    listed: list[tuple[bytes, int, int]] = []
+    runs: list[tuple[Path, int, int]] = []  # pack, start, end of entries copied in one piece
+    offset = HEADER
     for pack in packs:
-        ends = [offset for _, _, offset in pack.entries[1:]] + [pack.size - 20]
-        chosen = [(name, crc, offset, end - offset) for (name, crc, offset), end in zip(pack.entries, ends, strict=True) if name not in seen]
-        seen.update(name for name, _, _, _ in chosen)
-        plan.append((pack.pack, chosen))
+        ends = [start for _, _, start in pack.entries[1:]] + [pack.size - 20]
+        run_start = run_end = -1
+        for (name, crc, start), end in zip(pack.entries, ends, strict=True):
+            if name in seen:
+                continue
+            seen.add(name)
+            listed.append((name, crc, offset))
+            offset += end - start
+            if start != run_end:  # an entry skipped (a duplicate) ends the run
+                if run_end > 0:
+                    runs.append((pack.pack, run_start, run_end))
+                run_start = start
+            run_end = end
+        if run_end > 0:
+            runs.append((pack.pack, run_start, run_end))
 
-    def entries() -> Iterator[tuple[bytes, int, bytes]]:
-        for path, chosen in plan:
-            with open(path, "rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                for name, crc, start, length in chosen:
-                    yield name, crc, data[start : start + length]
+    def chunks() -> Iterator[bytes]:
+        for path, start, end in runs:
+            with open(path, "rb") as source:
+                source.seek(start)
+                while start < end:
+                    piece = source.read(min(COPY, end - start))
+                    if not piece:
+                        raise OSError(f"{path} is shorter than its index says")
+                    start += len(piece)
+                    yield piece
 
-    return _write(folder, "hostcore_merge", len(seen), entries(), durable)
+    return _write(folder, "hostcore_merge", listed, chunks(), durable)
 
 
 class Merger:
