@@ -82,7 +82,7 @@ _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
 CLOSE_MERGE_WAIT = 60.0  # seconds close() lets a running pack merge finish
-HANDLE_SECONDS = 30.0  # age at which a repository handle is renewed (it holds removed packs open)
+HANDLE_SECONDS = 5.0  # age at which a repository handle is renewed: it holds removed packs open, and looks through each pack it ever saw when an object is not in the others
 BLOB = int(pygit2.enums.ObjectType.BLOB)
 _UNSAFE_IN_SIGNATURE = re.compile(r"[<>\x00-\x1f]")
 _BLOB_ID = re.compile(r"[0-9a-f]{40}")

@@ -138,6 +138,7 @@ def _deleted_pack_fds(root: Path) -> list[str]:
 def test_repository_handles_are_renewed_so_merged_packs_are_closed(storage: GitStorage, monkeypatch: pytest.MonkeyPatch) -> None:
     """A libgit2 handle keeps each pack it read open, removed or not: the storage renews its
     handles, so the space of merged packs is freed."""
+    monkeypatch.setattr(storage_module, "HANDLE_SECONDS", 1e9)  # none renewed yet, however slow the machine
     reader = GitStorage(storage.root)
     for i in range(2 * packs.MERGE_AT):
         save(storage, f"ns/p{i}.md", f"page {i}")
@@ -150,7 +151,7 @@ def test_repository_handles_are_renewed_so_merged_packs_are_closed(storage: GitS
     reader.read("ns/p0.md")
     save(storage, "ns/last.md", "renews the writer's handle too")
     storage._merger.wait()
-    monkeypatch.setattr(storage_module, "HANDLE_SECONDS", 30.0)
+    monkeypatch.setattr(storage_module, "HANDLE_SECONDS", 1e9)
     assert _deleted_pack_fds(storage.root) == []
     reader.close()
 
