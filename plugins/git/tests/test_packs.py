@@ -298,3 +298,21 @@ def test_merging_packs_that_share_objects_keeps_each_once_and_every_byte(tmp_pat
     verify_packs(root)
     repo = pygit2.Repository(str(root))
     assert all(repo[oid].data == data for oid, data in everything.items())
+
+
+def test_a_page_saved_back_to_an_older_version_reads_and_verifies(storage: GitStorage) -> None:
+    """A blob the repository already has (an older version saved again) goes into the new pack
+    once more: git holds an object in two packs without complaint, and merging keeps it once."""
+    save(storage, "ns/a.md", "first")
+    save(storage, "ns/a.md", "second")
+    save(storage, "ns/a.md", "first")
+    assert storage.read("ns/a.md") == b"first"
+    verify_packs(storage.root)
+    assert_fsck_clean(storage.root)
+    for i in range(packs.MERGE_AT):
+        save(storage, "ns/a.md", "second" if i % 2 else "first")
+        storage._merger.wait()
+    assert len(pack_files(storage.root)) < packs.MERGE_AT  # merged, the repeats with the rest
+    verify_packs(storage.root)
+    assert storage.read("ns/a.md") == b"second"
+    assert_fsck_clean(storage.root)
