@@ -146,33 +146,37 @@ class GitStorage(Storage):
 
     # --- reading ---------------------------------------------------------------------------
 
-    def _repo(self) -> pygit2.Repository:
-        """This thread's repository handle: libgit2 handles must not be shared between threads.
+    def _renewed(self, held: tuple[int, float, pygit2.Repository] | None) -> pygit2.Repository | None:
+        """A new handle when ``held`` (pid, opened at, handle) is missing, another process's (a
+        fork) or older than :data:`HANDLE_SECONDS`, else None. A handle keeps every pack it opened
+        open, and merged packs (:func:`packs.merge`) and ``git gc`` remove packs, so the old one is
+        freed at once (pygit2 handles sit in reference cycles, freed late); an object read through
+        it still works: the handle reopens what it needs."""
+        if held is not None and held[0] == os.getpid():
+            if time.monotonic() - held[1] <= HANDLE_SECONDS:
+                return None
+            held[2].free()
+        return pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH)
 
-        Renewed every :data:`HANDLE_SECONDS`: a handle keeps every pack it opened open, and
-        merged packs (:func:`packs.merge`) and ``git gc`` remove packs.
-        """
-        local, now = self._local, time.monotonic()
-        if getattr(local, "pid", None) != os.getpid() or now - local.opened > HANDLE_SECONDS:
-            if getattr(local, "pid", None) == os.getpid():
-                # Close its packs now (pygit2 handles sit in reference cycles, freed late); an
-                # object read through it still works: the handle reopens what it needs.
-                local.repo.free()
-            local.repo = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH)
-            local.pid, local.opened, local.head, local.tree = os.getpid(), now, None, None
+    def _repo(self) -> pygit2.Repository:
+        """This thread's repository handle (libgit2 handles must not be shared between threads),
+        renewed as :meth:`_renewed` says."""
+        local = self._local
+        repo = self._renewed((local.pid, local.opened, local.repo) if getattr(local, "pid", None) is not None else None)
+        if repo is not None:
+            local.repo, local.pid, local.opened, local.head, local.tree = repo, os.getpid(), time.monotonic(), None, None
         return local.repo
 
     def _writer(self) -> tuple[pygit2.Repository, Objects]:
         """This process's handle for the group leader (one thread at a time, under the lock): the
         objects it writes stay in memory (the returned :class:`Objects`) until they are
         written as one pack. Renewed as :meth:`_repo`'s are."""
-        now = time.monotonic()
-        if self._writing is None or self._writing[0] != os.getpid() or now - self._writing[1] > HANDLE_SECONDS:
-            if self._writing is not None and self._writing[0] == os.getpid():
-                self._writing[2].free()
-            repo, objects = pygit2.Repository(str(self.root), RepositoryOpenFlag.NO_SEARCH), Objects()
+        repo = self._renewed(self._writing[:3] if self._writing is not None else None)
+        if repo is not None:
+            objects = Objects()
             repo.odb.add_backend(objects, 1000)  # before git's own: new objects land here
-            self._writing = (os.getpid(), now, repo, objects)
+            self._writing = (os.getpid(), time.monotonic(), repo, objects)
+        assert self._writing is not None
         return self._writing[2], self._writing[3]
 
     def _head(self, repo: pygit2.Repository) -> pygit2.Oid | None:
