@@ -114,8 +114,9 @@ def client_process(url: str, token: str, run: str, writers: list[int], start_at:
     queue.put(out)
 
 
-def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves: int) -> tuple[list[float], float, dict[str, int]]:
-    """(latencies, wall seconds, slug -> last acknowledged save number) of one run."""
+def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves: int) -> tuple[list[float], list[float], float, dict[str, int]]:
+    """(latencies, each writer's first latency, wall seconds, slug -> last acknowledged save
+    number) of one run."""
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     groups = [list(range(i, writers, CLIENT_PROCESSES)) for i in range(min(CLIENT_PROCESSES, writers))]
@@ -128,7 +129,8 @@ def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves
     for p in procs:
         p.join()
     latencies = [x for _, lat, _ in results for x in lat]
-    return latencies, wall, {slug: last for slug, _, last in results if last is not None}
+    firsts = [lat[0] for _, lat, _ in results if lat]
+    return latencies, firsts, wall, {slug: last for slug, _, last in results if last is not None}
 
 
 def server_cpu(pid: int) -> float:
@@ -192,12 +194,14 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str, sc
             held: list[dict[int, int]] = []  # the connections each worker holds halfway through
             halfway = threading.Timer(2.0 + args.seconds / 2, lambda into=held: into.append(connections_by_process(worker_pids(proc.pid), port)))
             halfway.start()
-            latencies, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
+            latencies, firsts, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
             halfway.cancel()
             time.sleep(0.5)  # the background catch-up of the last saves
             cpu_per_write = (server_cpu(proc.pid) - cpu) * 1000 / max(1, len(latencies))
             rates.append(report(name, latencies, wall))
             print(f"{'':34s} server CPU {cpu_per_write:.1f} ms per write")
+            if writers > 1:  # all start at once: their first saves meet the workers cold, the page new
+                print(f"{'':34s} each writer's first save: median {statistics.median(firsts) * 1000:.0f} ms, max {max(firsts) * 1000:.0f} ms")
             if held:
                 print(f"{'':34s} connections per worker halfway: {', '.join(str(n) for n in sorted(held[0].values(), reverse=True))}")
             check(git_dir, before, len(latencies), last)

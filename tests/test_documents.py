@@ -8,9 +8,11 @@ once per test process); a small hashing embedder where a test is about the seam,
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -228,6 +230,55 @@ def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path):
     finally:
         index.close()
         host.close()
+
+
+class LoadingEmbedder(HashingEmbedder):
+    """Records which thread loads its model, and whether anything was embedded before."""
+
+    name = "loading"
+    loads: ClassVar[list[tuple[str, int]]] = []
+    embedded = 0
+
+    def load(self) -> None:
+        type(self).loads.append((threading.current_thread().name, self.embedded))
+
+    def embed(self, texts: list[str]) -> Vectors:
+        type(self).embedded += len(texts)
+        return super().embed(texts)
+
+
+def test_a_starting_wiki_loads_the_model_in_the_background_before_any_save(tmp_path):
+    """Loading a model holds the interpreter for a while (WordLlama's ~0.4 s): left to the first
+    save's indexing, it stalled every request of a worker under load. The passage thread loads it
+    as the wiki starts, once, and a command that never embeds (start=False) never loads it."""
+
+    class Plugin:
+        __name__ = "loading_plugin"
+
+        @hookimpl
+        def register_embedders(self, register: Callable[[type], None]) -> None:
+            register(LoadingEmbedder)
+
+    LoadingEmbedder.loads.clear()
+    instance = tmp_path / "instance"
+    quiet = create_app({**EMBEDDED, "EMBEDDER": "loading"}, instance_path=instance, plugins=[Plugin()])
+    host = quiet.extensions["hostcore"]
+    try:
+        deadline = time.monotonic() + 10
+        while not LoadingEmbedder.loads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert LoadingEmbedder.loads == [("passage index", 0)]  # its thread, before any embedding
+        host.wiki(SYSTEM).save_namespace("notes", title="Notes")
+        host.wiki(SYSTEM).save_page("notes/a", body="a page")
+        indexed(host)
+        assert LoadingEmbedder.embedded > 0 and len(LoadingEmbedder.loads) == 1
+    finally:
+        host.close()
+    LoadingEmbedder.loads.clear()
+    from hostcore.app import build_host
+
+    build_host(instance, {**EMBEDDED, "EMBEDDER": "loading"}, [Plugin()], start=False).close()
+    assert LoadingEmbedder.loads == []
 
 
 def test_a_stream_of_saves_is_indexed_once_per_round(tmp_path):

@@ -212,6 +212,7 @@ class PassageIndex:
         self._again = False
         self._hurry = False  # wait() or close(): take the next round now
         self._closed = False
+        self._load = False  # prepare(): the background thread loads the embedder's model first
         self.round_seconds = ROUND_SECONDS
         self._plan: tuple[tuple[object, ...], tuple[list[str], list[str], dict[str, tuple[str, Kind, str, str]]]] | None = None
         self._matrix: tuple[tuple[tuple[int, int] | None, str], _Matrix] | None = None
@@ -252,11 +253,12 @@ class PassageIndex:
 
     def prepare(self, start: bool = True) -> None:
         """At start-up: set a damaged file aside; then (``start``) let the background thread
-        forget vectors of another embedder and index, or do the former now. Never waits for
-        another process's indexing, so a worker starts at once."""
+        load the embedder's model, forget vectors of another embedder and index, or do the
+        second now. Never waits for another process's indexing, so a worker starts at once."""
         if self.path.exists():
             recover_sqlite(self.path, "passage index")
         if start:
+            self._load = True
             self.kick()
         else:
             with self._writing():
@@ -404,6 +406,9 @@ class PassageIndex:
                 self._again = False
             started = time.monotonic()
             try:
+                if self._load:  # once: the first save must not wait for it (see Embedder.load)
+                    self._load = False
+                    self.embedder.load()
                 while not self._closed and self.step():
                     pass
             except Unavailable as exc:

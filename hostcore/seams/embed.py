@@ -8,8 +8,9 @@ set, attachments' text and pages are cut into passages, embedded off the request
 (vectors of two models cannot be compared).
 
 Embedding runs on the wiki's own CPU, in a background thread of each worker: an embedder loads
-its model once per process, on first use, and must not fetch anything from the network at run
-time (ship the model in the package).
+its model once per process (in :meth:`Embedder.load`, which a worker's background thread calls as
+it starts, or else on first use) and must not fetch anything from the network at run time (ship
+the model in the package).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ class Embedder(ABC):
     Must implement :meth:`embed`. ``dimensions`` is the length of every vector, ``relevant`` the
     similarity from which a text counts as related to a query; the constructor
     receives the embedder's config (``PLUGIN_CONFIG.<name>`` checked against :attr:`settings`).
-    Load the model lazily (in :meth:`embed`), once per process: the host builds an embedder in
-    every worker and in CLI commands that never embed anything.
+    Load the model lazily, once per process, in :meth:`load` (and from :meth:`embed` if not yet
+    loaded): the host builds an embedder in every worker and in CLI commands that never embed
+    anything, and calls :meth:`load` only where it will embed.
     """
 
     name: ClassVar[str] = ""
@@ -46,6 +48,12 @@ class Embedder(ABC):
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} embedder")
+
+    def load(self) -> None:
+        """Load the model now, if not yet done in this process. A worker's passage thread calls it
+        as the worker starts, before any request can need it: loading holds Python's interpreter
+        lock for a while (WordLlama's: about 0.4 s), which, left to the first save, stalled every
+        request of that worker under load. Nothing by default."""
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -54,6 +54,9 @@ class WordLlamaEmbedder(Embedder):
     dimensions = 256
     relevant = 0.2  # unrelated queries peak at 0.09-0.19 on bench/labelled_set.py; paraphrases median 0.35
 
+    def load(self) -> None:
+        load_model()
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return unit_rows(np.zeros((0, self.dimensions)))
