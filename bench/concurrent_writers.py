@@ -2,7 +2,7 @@
 
     python bench/concurrent_writers.py [--writers 64] [--seconds 10] [--saves 200] [--workers 2]
 
-Starts ``hostcore serve`` (gthread, --workers worker processes, 8 threads each, as ``make
+Starts ``hostcore serve`` (gthread, --workers worker processes, 16 threads each, as ``make
 serve`` does) on a fresh instance with the embedded default (git storage, tantivy search), makes a
 write token with the CLI, then runs the load twice against the same server:
 
@@ -186,7 +186,7 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str, sc
     git_dir = instance / "wiki"
     try:
         url = base + "/_/mcp"
-        threads = args.threads or 8
+        threads = args.threads or 16
         print(f"{label}: hostcore serve, {args.workers} workers x {threads} threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
         rates, latencies = [], []
         for run, name, writers in (("single", "baseline: 1 writer", 1), ("load", f"load: {args.writers} writers", args.writers)):

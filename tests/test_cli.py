@@ -170,3 +170,56 @@ def test_the_connection_board_gives_each_live_worker_its_own_slot():
     assert board.counts() == [3]
     assert board.claim(third, live={102}) == 0
     assert board.counts() == [3]  # the new worker has not published yet
+
+
+def test_a_worker_warms_every_thread_of_its_pool_before_serving(tmp_path):
+    """Each thread of a worker's pool makes its MCP transport (event loop and SDK instance) before
+    the first connection, not on its first request (64 writers starting at once met every thread
+    cold in the same second). A real app and a real pool; gunicorn's worker without its socket."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from hostcore.app import create_app
+    from hostcore.cli.workers import Worker
+
+    app = create_app({"PLUGINS": ["git", "tokens"], "STORAGE": "git"}, instance_path=tmp_path / "instance")
+    bridge = app.extensions["hostcore.mcp"]._bridge
+    worker = Worker.__new__(Worker)  # gunicorn builds it with its arbiter; warm_threads needs only these
+    worker.cfg, worker.tpool, worker.wsgi = SimpleNamespace(threads=5), ThreadPoolExecutor(5), app
+    try:
+        worker.warm_threads()
+        barrier = threading.Barrier(5)
+
+        def made() -> tuple[int, bool]:
+            barrier.wait(timeout=30)  # five jobs at once: one on each thread of the pool
+            return threading.get_ident(), getattr(bridge._local, "loop", None) is not None
+
+        seen = [job.result() for job in [worker.tpool.submit(made) for _ in range(5)]]
+        assert len({ident for ident, _ in seen}) == 5
+        assert all(loop for _, loop in seen)
+    finally:
+        worker.tpool.shutdown()
+        app.extensions["hostcore"].close()
+
+
+def test_a_worker_held_back_by_the_board_looks_again_soon(monkeypatch):
+    """A worker ahead of the least loaded one stops listening and, in gthread's loop, would look
+    at the board again only after an event or its 1 s wait: 64 clients connecting at once were
+    taken two at a time. Held back, it waits HELD_BACK_WAIT; level with the others, gthread's wait."""
+    from gunicorn.workers.gthread import ThreadWorker
+
+    from hostcore.cli.workers import HELD_BACK_WAIT, Board, Worker
+
+    waits: list[float] = []
+    monkeypatch.setattr(ThreadWorker, "wait_for_and_dispatch_events", lambda self, timeout: waits.append(timeout))
+    board = Board(slots=2)
+    worker = Worker.__new__(Worker)
+    worker.board, worker.slot, worker.worker_connections = board, 0, 1000
+    board.publish(1, 3)  # the other worker holds 3
+    for held in (4, 6, 3):
+        worker.nr_conns = held
+        limit = worker.worker_connections  # what gthread's loop reads before each wait
+        worker.wait_for_and_dispatch_events(1.0)
+        assert (limit > held) == (held <= 3 + 1)  # listens while within SLACK of the least loaded
+    assert waits == [1.0, HELD_BACK_WAIT, 1.0]

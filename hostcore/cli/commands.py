@@ -240,7 +240,7 @@ def public_url_warning(bind: str, public_url: str) -> str | None:
 @instance_option
 @click.option("--bind", default="127.0.0.1:8080", show_default=True, help="HOST:PORT to listen on")
 @click.option("--workers", default=2, show_default=True, help="worker processes")
-@click.option("--threads", default=8, show_default=True, help="threads per worker")
+@click.option("--threads", default=16, show_default=True, help="threads per worker")
 @click.pass_obj
 def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     """Serve the wiki with gunicorn. PUBLIC_URL, unless set, is derived from --bind."""

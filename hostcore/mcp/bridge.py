@@ -84,6 +84,10 @@ class ThreadLoopBridge:
             local.loop, local.app, local.pid = loop, app, os.getpid()
         return local.loop, local.app
 
+    def warm(self) -> None:
+        """Make the calling thread's loop and app now, not at its first request (a few ms each)."""
+        self._runner()
+
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         loop, app = self._runner()
         length = int(environ.get("CONTENT_LENGTH") or 0)

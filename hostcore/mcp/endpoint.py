@@ -185,6 +185,10 @@ class McpEndpoint:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         return self._bridge(environ, start_response)
 
+    def warm(self) -> None:
+        """Make the calling thread's event loop and SDK transport now (see :mod:`hostcore.mcp.bridge`)."""
+        self._bridge.warm()
+
     def _make_app(self) -> tuple[Any, Any]:
         managers = [
             StreamableHTTPSessionManager(
