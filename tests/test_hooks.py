@@ -434,6 +434,29 @@ def test_page_saved_listener_that_fails_stops_no_other(tmp_path, caplog):
     host.close()
 
 
+def test_a_listener_meeting_an_outage_is_a_warning_not_a_traceback(tmp_path, caplog):
+    """A listener that finds storage or a service out for a moment (Unavailable) is logged as
+    one warning line naming the plugin, without a traceback; the others still run."""
+    from hostcore.errors import Unavailable
+
+    class Outage:
+        __name__ = "outage_listener"
+
+        @hookimpl
+        def page_saved(self, page):
+            raise Unavailable(f"the S3 storage cannot be reached for {page.slug}; try again")
+
+    host = create_app({"PLUGINS": ["fs", "sqlite"], "SEARCH": "sqlite"}, instance_path=tmp_path, plugins=[Outage()]).extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    wiki.save_namespace("notes")
+    wiki.save_page("notes/a", body="zebra crossing")
+    assert [hit.slug for hit in host.search.search("zebra", namespaces=None).hits] == ["notes/a"]
+    (record,) = [r for r in caplog.records if "outage_listener" in r.getMessage()]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "its page_saved listener was skipped: the S3 storage cannot be reached for notes/a" in record.getMessage()
+    host.close()
+
+
 def test_page_deleted_listener_cannot_be_a_wrapper(tmp_path):
     class Around:
         @hookimpl(wrapper=True)

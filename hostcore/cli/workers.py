@@ -138,7 +138,6 @@ class Worker(ThreadWorker):
                 job.result()
             except Exception:  # a thread left cold makes its state at its first request, as before
                 log.exception("warming a worker thread failed")
-                barrier.abort()
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         """Serve ``req``; its response closes the connection while this worker holds more than an

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from hostcore.domain.principal import Principal
-from hostcore.errors import DiskFull, StartupError
+from hostcore.errors import DiskFull, StartupError, Unavailable
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
 from hostcore.host.ratelimits import RateLimiter
@@ -262,13 +262,17 @@ class Host:
 
     def notify(self, event: str, **kwargs: Any) -> None:
         """Tell every listener of ``event``, each on its own: one that raises is logged with its
-        plugin's name and neither stops the others nor fails the change (already stored).
+        plugin's name and neither stops the others nor fails the change (already stored). An
+        ``Unavailable`` (storage or a service out for a moment) is a warning line, not a traceback:
+        nothing is wrong with the plugin, and derived state catches up later.
         """
         kwargs["host"] = self
         # pluggy calls the last registered first (tryfirst/trylast respected): keep its order.
         for impl in reversed(getattr(self.pm.hook, event).get_hookimpls()):
             try:
                 impl.function(**{arg: kwargs[arg] for arg in impl.argnames})
+            except Unavailable as exc:
+                log.warning("plugin %s: its %s listener was skipped: %s; the change itself is stored", impl.plugin_name, event, exc)
             except Exception:
                 log.exception("plugin %s: its %s listener failed; the change itself is stored", impl.plugin_name, event)
 

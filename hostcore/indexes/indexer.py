@@ -352,12 +352,7 @@ def _update(host: Host, pages: list[Page], removed: list[str]) -> None:
     # Indexes that record a storage version follow its changes in the background, in commit order,
     # whichever process made them; the others take the event's pages as they come.
     followed: list[Index] = []
-    try:
-        versioned = host.storage.version() is not None
-    except Unavailable as exc:  # the storage went away after the change landed (an S3 outage)
-        log.warning("index update skipped: %s; the indexes catch up with storage at the next read", exc)
-        return
-    if versioned:
+    if host.storage.version() is not None:
         follower(host).kick()
         known = host.state.get("hostcore.indexer", {}).get("followed")
         followed = known if known is not None else catch_up(host, logging.DEBUG)  # a first event learns which
