@@ -8,6 +8,8 @@ once per test process); a small hashing embedder where a test is about the seam,
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -157,6 +159,21 @@ def test_wordllama_embeds_offline_from_its_wheel():
     assert vectors.shape == (3, 256) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+def test_loading_wordllama_leaves_the_root_logger_alone():
+    """wordllama's inference module calls logging.basicConfig(level=INFO) when imported: loading
+    the model must not leave the root logger a handler at INFO (every library's INFO lines went to
+    the server log unformatted). A fresh interpreter, since the import happens once."""
+    probe = (
+        "import logging\n"
+        "from hostcore_wordllama import WordLlamaEmbedder\n"
+        "WordLlamaEmbedder().load()\n"
+        "root = logging.getLogger()\n"
+        "print(len(root.handlers), logging.getLevelName(root.level))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["0", "WARNING"], out.stdout + out.stderr
 
 
 # --- passages, excerpts -------------------------------------------------------------------------

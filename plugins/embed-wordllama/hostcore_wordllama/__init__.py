@@ -10,6 +10,7 @@ characters a second on one core, a query in well under a millisecond.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,11 +32,10 @@ def load_model() -> Any:
     global _model
     with _loading:
         if _model is None:
-            import wordllama
             from safetensors import safe_open
             from tokenizers import Tokenizer
-            from wordllama.inference import WordLlamaInference
 
+            wordllama = _import_wordllama()
             root = Path(wordllama.__file__).parent
             missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
             if missing:
@@ -45,8 +45,26 @@ def load_model() -> Any:
                 )
             with safe_open(str(root / WEIGHTS), framework="np", device="cpu") as f:
                 weights = f.get_tensor("embedding.weight")
-            _model = WordLlamaInference(weights, Tokenizer.from_file(str(root / TOKENIZER)))
+            _model = wordllama.inference.WordLlamaInference(weights, Tokenizer.from_file(str(root / TOKENIZER)))
     return _model
+
+
+def _import_wordllama() -> Any:
+    """The ``wordllama`` package, imported without the ``logging.basicConfig(level=INFO)`` its
+    ``inference`` module runs: it gave the root logger a stderr handler at INFO in every worker, so
+    every library's INFO lines (the MCP SDK's, once per thread) went to the log unformatted,
+    beside gunicorn's. The root logger is put back as it was."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        import wordllama
+        import wordllama.inference
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
+    return wordllama
 
 
 class WordLlamaEmbedder(Embedder):
