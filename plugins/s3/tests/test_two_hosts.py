@@ -119,8 +119,11 @@ def test_the_background_poll_catches_up_before_any_read(s3_server: S3Server, tmp
         a.wiki(WRITER).save_namespace("notes", title="Notes")
         a.wiki(WRITER).save_page("notes/polled", body="# Polled\n")
         deadline = time.monotonic() + 5
-        while "notes/polled" not in b.search.hashes() and time.monotonic() < deadline:
-            time.sleep(0.05)  # no read on B: only its poller can bring the page in
+        # No read on B: only its poller can bring the page in. Each index reads the storage's
+        # version under its own lock, so one poll can take the page into one and the next into
+        # the other: wait for both.
+        while not ("notes/polled" in b.search.hashes() and "notes/polled" in b.links.hashes()) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "notes/polled" in b.search.hashes() and "notes/polled" in b.links.hashes()
     finally:
         a.close()
