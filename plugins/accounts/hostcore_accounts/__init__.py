@@ -6,13 +6,18 @@ sign-in page ``/_/login`` (and ``/_/logout``), answers the core's ``find_person`
 person's scopes and namespaces; a disabled account is signed out at its next request) and adds
 ``hostcore user create/list/disable/enable/passwd``.
 
-Throttling: each failed sign-in counts against the account name typed (whether or not it exists)
-and against the client address. After :data:`FREE_FAILURES` failures for a name (or
-:data:`FREE_FAILURES_PER_ADDRESS` from one address) within :data:`FAILURE_WINDOW` seconds, every
-further try waits first: 2 s after the next failure, then 4, 8 ... up to :data:`MAX_WAIT`. A try
-during the wait is refused without looking at the password. A successful sign-in clears the name's
-count. The counts are read-modify-write, so a burst of parallel failures may count fewer than it
-made; every try still costs an Argon2id hash.
+Throttling (see docs/operators.md): each failed sign-in counts against the pair of the account
+name typed (whether or not it exists) and the client address, against the name alone and against
+the address alone, for :data:`FAILURE_WINDOW` seconds. Past a subject's free failures
+(:data:`FREE_FAILURES` for the pair, :data:`FREE_FAILURES_PER_NAME` for the name,
+:data:`FREE_FAILURES_PER_ADDRESS` for the address) its passwords are checked at most once per
+interval: 2 s, then 4, 8 ... up to :data:`MAX_WAIT`. A try when the interval's one check is taken
+gets 429 without its password being looked at; a try that gets the check signs in if its password
+is right. So a stranger's failures slow every try of a name down to one check per
+:data:`MAX_WAIT` seconds at worst, but never lock its owner out: the right password gets in at the
+next free check. A successful sign-in clears the counts of its name and pair. The counts are
+read-modify-write, so a burst of parallel failures may count fewer than it made; the checks are
+taken with ``add`` (one winner across workers and hosts), so a burst never gets more checks.
 """
 
 from __future__ import annotations
@@ -49,14 +54,16 @@ from hostcore import (
 
 KIND = "accounts"
 FAILURES = "login-failures"
+CHECKS = "login-checks"
 SIGN_INS = "account-sign-ins"
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._@-]{0,63}")
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024
 FREE_FAILURES = 5
+FREE_FAILURES_PER_NAME = 20
 FREE_FAILURES_PER_ADDRESS = 20
 FAILURE_WINDOW = 3600.0
-MAX_WAIT = 900.0
+MAX_WAIT = 30.0
 GENERIC_ERROR = "That name and password do not match an account that may sign in."
 
 _hasher = PasswordHasher()  # Argon2id, RFC 9106's second recommended profile (64 MiB, 3 passes, 4 lanes)
@@ -176,29 +183,39 @@ class Accounts:
 
     @staticmethod
     def _subjects(name: str, address: str) -> list[tuple[str, int]]:
+        """(key, free failures) of what a try counts against: the pair first, then the name, then the address."""
         typed = hashlib.sha256(name.strip().lower().encode()).hexdigest()[:32]
-        return [(f"name:{typed}", FREE_FAILURES), (f"addr:{address}", FREE_FAILURES_PER_ADDRESS)]
+        return [(f"pair:{typed}:{address}", FREE_FAILURES), (f"name:{typed}", FREE_FAILURES_PER_NAME),
+                (f"addr:{address}", FREE_FAILURES_PER_ADDRESS)]  # fmt: skip
 
-    def wait(self, name: str, address: str) -> float:
-        """Seconds to wait before this name may try again from this address (0: now)."""
+    def admit(self, name: str, address: str) -> float:
+        """0 when this try's password may be checked now (taking the check of every subject past
+        its free failures), else the seconds until the next free check (the try is refused unread)."""
         now = time.time()
-        waits = [0.0]
-        for key, _free in self._subjects(name, address):
+        taken: list[str] = []
+        for key, free in self._subjects(name, address):
             record = self.shared.get(FAILURES, key)
-            if record:
-                waits.append(float(record.get("until", 0)) - now)
-        return max(waits)
+            count = int(record["count"]) if record else 0
+            if count <= free:
+                continue
+            interval = min(2.0 ** (count - free), MAX_WAIT)
+            if self.shared.add(CHECKS, key, {"until": now + interval}, ttl=interval):
+                taken.append(key)
+                continue
+            for mine in taken:  # this try is refused: the checks it took go back
+                self.shared.delete(CHECKS, mine)
+            held = self.shared.get(CHECKS, key)
+            return max(float(held["until"]) - now, 0.5) if held else 0.5
+        return 0.0
 
     def failed(self, name: str, address: str) -> None:
-        now = time.time()
-        for key, free in self._subjects(name, address):
-            record = self.shared.get(FAILURES, key) or {"count": 0, "until": 0}
-            count = int(record["count"]) + 1
-            until = now + min(2.0 ** (count - free), MAX_WAIT) if count > free else 0
-            self.shared.put(FAILURES, key, {"count": count, "until": until}, ttl=FAILURE_WINDOW)
+        for key, _free in self._subjects(name, address):
+            record = self.shared.get(FAILURES, key)
+            self.shared.put(FAILURES, key, {"count": (int(record["count"]) if record else 0) + 1}, ttl=FAILURE_WINDOW)
 
     def succeeded(self, name: str, address: str) -> None:
-        self.shared.delete(FAILURES, self._subjects(name, address)[0][0])
+        for key, _free in self._subjects(name, address)[:2]:
+            self.shared.delete(FAILURES, key)
 
 
 def accounts(host: Any) -> Accounts:
@@ -253,7 +270,7 @@ def register_routes(app: Flask, host: Any) -> None:
         password = request.form.get("password", "")
         address = request.remote_addr or "unknown"
         store = accounts(host)
-        wait = store.wait(name, address)
+        wait = store.admit(name, address)
         if wait > 0:
             error = f"Too many failed sign-ins. Wait {int(wait) + 1} seconds, then try again."
             return page(target, name, error), 429, {"Retry-After": str(int(wait) + 1)}

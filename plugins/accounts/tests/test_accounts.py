@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from flask import jsonify
-from hostcore_accounts import FAILURES, GENERIC_ERROR, accounts
+from hostcore_accounts import CHECKS, FAILURES, FREE_FAILURES_PER_NAME, GENERIC_ERROR, MAX_WAIT, accounts
 
 from hostcore import Principal, create_app, hookimpl, person
 from hostcore.testing import cli
@@ -37,8 +38,9 @@ def csrf(client, path="/_/login"):
     return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
 
 
-def login(client, name, password, **extra):
-    return client.post("/_/login", data={"csrf_token": csrf(client), "name": name, "password": password, **extra})
+def login(client, name, password, _address="127.0.0.1", **extra):
+    return client.post("/_/login", data={"csrf_token": csrf(client), "name": name, "password": password, **extra},
+                       environ_base={"REMOTE_ADDR": _address})  # fmt: skip
 
 
 def whoami(client):
@@ -104,44 +106,72 @@ def test_the_page_cannot_be_framed_and_has_no_inline_code(app):
         assert css.status_code == 200 and css.mimetype == "text/css" and b"font" in css.data
 
 
-def test_throttling_per_name_then_a_growing_wait(app):
-    client = app.test_client()
-    host = app.extensions["hostcore"]
-    for _ in range(5):
-        assert login(client, "alice", "wrong password").status_code == 401
-    assert login(client, "alice", "wrong password").status_code == 401  # the 6th failure starts a 2 s wait
-    blocked = login(client, "alice", PASSWORD)  # the right password, during the wait: refused unread
-    assert blocked.status_code == 429 and int(blocked.headers["Retry-After"]) in (2, 3)
-    assert "Too many failed sign-ins" in blocked.text and whoami(client) is None
-    # another name from the same address is not held up by alice's failures
-    accounts(host).create("bob", PASSWORD, ["read"])
-    assert login(client, "bob", PASSWORD).status_code == 303
-    # the wait over (as if 2 s passed), one more failure doubles it
-    key = next(k for k, v in host.shared.scan(FAILURES) if k.startswith("name:"))
-    host.shared.put(FAILURES, key, {"count": 6, "until": 0})
-    assert login(client, "alice", "wrong password").status_code == 401
-    assert int(login(client, "alice", PASSWORD).headers["Retry-After"]) in (4, 5)
-    # an unknown name is throttled alike (throttling tells nothing about which accounts exist)
+def test_a_strangers_wrong_passwords_never_lock_the_owner_out(app):
+    """Issue 22 #6: a stranger's wrong passwords for alice from alice's own address (behind a proxy
+    without TRUSTED_PROXIES every client has the proxy's) make her right password wait for the
+    next free check, a short and bounded wait, never refuse it."""
+    stranger, owner = app.test_client(), app.test_client()
     for _ in range(6):
-        login(client, "ghost", "wrong password")
-    assert login(client, "ghost", "wrong password").status_code == 429
-    # after the wait, the right password signs in and clears the name's count
-    host.shared.put(FAILURES, key, {"count": 7, "until": 0})
+        assert login(stranger, "alice", "wrong password").status_code == 401
+    assert login(owner, "alice", PASSWORD).status_code == 303  # the check was free: in at once
+    assert whoami(owner) == "person:alice"
+    # the stranger goes on: past the free failures only one guess per interval is looked at ...
+    results = [login(stranger, "alice", f"guess {i}").status_code for i in range(12)]
+    assert results[:6] == [401] * 6 and results[-1] == 429  # alice's sign-in cleared the pair's count
+    # ... and alice, retrying when told, is in within the interval the stranger's last guess started
+    owner, start = app.test_client(), time.monotonic()
+    while (answer := login(owner, "alice", PASSWORD)).status_code == 429:
+        assert "Too many failed sign-ins" in answer.text and 1 <= int(answer.headers["Retry-After"]) <= 3
+        time.sleep(int(answer.headers["Retry-After"]))
+    assert answer.status_code == 303 and time.monotonic() - start < 4
+    assert whoami(owner) == "person:alice"
+
+
+def test_a_brute_force_gets_one_check_per_interval_and_the_interval_grows_to_a_bound(app):
+    host = app.extensions["hostcore"]
+    store = accounts(host)
+    pair, name, _address = (key for key, _free in store._subjects("alice", "127.0.0.1"))
+    host.shared.put(FAILURES, pair, {"count": 9})  # 4 past the free ones: one check per 16 s
+    client = app.test_client()
+    results = [login(client, "alice", f"guess {i}") for i in range(20)]
+    assert [r.status_code for r in results] == [401] + [429] * 19
+    assert all(14 <= int(r.headers["Retry-After"]) <= 17 for r in results[1:])
+    assert host.shared.get(FAILURES, pair)["count"] == 10  # refused tries were never looked at, nor counted
+    # guesses spread over many addresses (two each) count against the name: past its free failures
+    # one guess per interval is looked at, from whichever address
+    spread = [login(client, "alice", f"guess {i}", _address=f"192.0.2.{i // 2}").status_code for i in range(30)]
+    assert spread[:FREE_FAILURES_PER_NAME + 1] == [401] * (FREE_FAILURES_PER_NAME + 1) and spread[-1] == 429
+    assert host.shared.get(FAILURES, name)["count"] == FREE_FAILURES_PER_NAME + 2
+    # however many failures, the interval stops at MAX_WAIT: an owner waits that long at most
+    host.shared.put(FAILURES, pair, {"count": 500})
+    host.shared.delete(CHECKS, pair)
+    host.shared.delete(CHECKS, name)
+    assert login(client, "alice", "guess again").status_code == 401
+    held = login(client, "alice", PASSWORD)
+    assert held.status_code == 429 and int(held.headers["Retry-After"]) <= MAX_WAIT + 1
+    # the interval over (its check expired), the right password gets in and clears the counts of name and pair
+    host.shared.delete(CHECKS, pair)
+    host.shared.delete(CHECKS, name)
     assert login(client, "alice", PASSWORD).status_code == 303
-    assert host.shared.get(FAILURES, key) is None
+    assert host.shared.get(FAILURES, pair) is None and host.shared.get(FAILURES, name) is None
+    # an unknown name is throttled alike (throttling tells nothing about which accounts exist)
+    ghost = [login(client, "ghost", "wrong password").status_code for _ in range(10)]
+    assert ghost[:6] == [401] * 6 and ghost[-1] == 429
 
 
 def test_throttling_per_address(app):
+    """Guesses spread over many names from one address: past 20 failures, one check per interval
+    for that address; another address is not held up."""
     client = app.test_client()
     host = app.extensions["hostcore"]
-    for i in range(21):
-        login(client, f"guess{i}", "wrong password")
-    assert login(client, "alice", PASSWORD).status_code == 429  # from this address, even a fresh name waits
+    statuses = [login(client, f"guess{i}", "wrong password").status_code for i in range(25)]
+    assert statuses[:22] == [401] * 22 and statuses[22:] == [429] * 3
+    assert login(client, "alice", PASSWORD).status_code == 429  # from this address, even a fresh name waits its turn
     other = app.test_client()
-    response = other.post("/_/login", data={"csrf_token": csrf(other), "name": "alice", "password": PASSWORD},
-                          environ_base={"REMOTE_ADDR": "192.0.2.7"})  # fmt: skip
-    assert response.status_code == 303
-    assert host.shared.get(FAILURES, "addr:127.0.0.1")["count"] == 21
+    assert login(other, "alice", PASSWORD, _address="192.0.2.7").status_code == 303
+    assert host.shared.get(FAILURES, "addr:127.0.0.1")["count"] == 22
+    host.shared.delete(CHECKS, "addr:127.0.0.1")  # the interval over
+    assert login(client, "alice", PASSWORD).status_code == 303
 
 
 def test_a_disabled_account_is_signed_out_at_once_and_cannot_sign_in(app):
@@ -216,13 +246,12 @@ def test_hook_sign_in_options(tmp_path):
 def test_behind_trusted_proxies_the_forwarded_address_is_throttled(tmp_path):
     """TRUSTED_PROXIES = 1: X-Forwarded-For names the client (each one throttled on its own);
     without it the header is ignored, so a client cannot dodge throttling by sending one."""
-    import time
-
     for proxies, blocked, free in ((1, "198.51.100.1", "198.51.100.2"), (0, "127.0.0.1", None)):
         app = create_app(dict(CONFIG, TRUSTED_PROXIES=proxies), instance_path=tmp_path / f"i{proxies}", plugins=[WhoAmI()])
         host = app.extensions["hostcore"]
         accounts(host).create("alice", PASSWORD, ["write"])
-        host.shared.put(FAILURES, f"addr:{blocked}", {"count": 30, "until": time.time() + 600})
+        host.shared.put(FAILURES, f"addr:{blocked}", {"count": 30})
+        host.shared.put(CHECKS, f"addr:{blocked}", {"until": time.time() + 30}, ttl=30)  # its check is taken
 
         def attempt(forwarded, password=PASSWORD, app=app):
             client = app.test_client()
