@@ -39,6 +39,7 @@ from hostcore_web.views import prerender
 from timing import percentiles, timed
 
 from hostcore import SYSTEM, Change, Page, Principal, Put, create_app, hookimpl
+from hostcore.testing import sign_in_client
 
 PERSON = Principal("bench", frozenset({"write"}))
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
@@ -74,8 +75,7 @@ def worker(instance: str) -> None:
     app = create_app(CONFIG, instance_path=Path(instance), plugins=[People()])
     gc.freeze()
     client = app.test_client()
-    with client.session_transaction() as session:
-        session["person"] = "bench"
+    sign_in_client(client, "bench")
     page = timed(lambda: client.get("/notes/big"), 1)[0]
     index = timed(lambda: client.get("/big/"), 1)[0]
     print(f"{page} {index}")
@@ -122,8 +122,7 @@ def main() -> None:
         ]  # fmt: skip
         host.storage.apply(puts, Change(author="bench", message="bench: many pages"))
         client = app.test_client()
-        with client.session_transaction() as session:
-            session["person"] = "bench"
+        sign_in_client(client, "bench")
         host.wiki(PERSON).page_facts("big")  # the link graph catches up with the pages written above
         made = time.perf_counter() - start
         print(f"web_render: page of {len(body) // 1000} KB with 200 wiki-links; namespace of {args.pages} pages "

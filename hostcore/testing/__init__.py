@@ -9,6 +9,7 @@
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
 - ``documents``: :func:`pdf_document` (a real PDF, one page per string), :func:`png_image` (a real PNG).
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
+- :func:`sign_in_client`: a person signed in on a Flask test client, as a sign-in plugin does it.
 """
 
 from hostcore.testing.disks import fill_disk, small_disk
@@ -25,6 +26,7 @@ from hostcore.testing.servers import (
     stop_process_group,
     typescript_sdk,
 )
+from hostcore.testing.sessions import sign_in_client
 from hostcore.testing.storage_suite import StorageConformance
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "plugin_manager",
     "redis_server",
     "search_doc",
+    "sign_in_client",
     "small_disk",
     "start_server",
     "stop_process_group",

@@ -1,9 +1,14 @@
 """People's browser sessions, and what every HTML page of every plugin shares.
 
 - A signed session cookie (Flask's, HttpOnly, SameSite=Lax, Secure behind https) holds who signed
-  in. Only the core writes it: a sign-in plugin (local accounts, OpenID Connect) checks the person
-  and calls :func:`sign_in`; every request asks the ``find_person`` hook whether that person may
-  still come in (an account disabled since is signed out at once).
+  in and a session id. Only the core writes it: a sign-in plugin (local accounts, OpenID Connect)
+  checks the person and calls :func:`sign_in`; every request asks the ``find_person`` hook whether
+  that person may still come in (an account disabled since is signed out at once).
+- Each session is also a record in ``host.shared`` (kind ``web-session``, keyed by the SHA-256 of
+  its id), so every worker and host knows which sessions are live: a cookie whose record is gone
+  opens nothing, whoever kept a copy of it. :func:`sign_out` deletes the record;
+  :func:`end_sessions` ends every session of a person (a changed password);
+  :func:`sessions_of` / :func:`end_session` let a person see and end their own.
 - :func:`person` is who is calling from a browser: the session's person, or the owner of a valid
   bearer token (scripts and ``curl``).
 - :func:`csrf_token` / :func:`check_csrf`: every form that changes something carries the token.
@@ -13,14 +18,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import secrets
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-from flask import Flask, Response, jsonify, redirect, request, session
+from flask import Flask, Response, g, has_request_context, jsonify, redirect, request, session
 from markupsafe import escape
 
 from hostcore.domain.principal import Principal, Unauthorized
@@ -35,6 +42,9 @@ LOGIN_PATH = "/_/login"
 LOGOUT_PATH = "/_/logout"
 SESSION_COOKIE = "hostcore_session"
 SESSION_DAYS = 14
+SESSIONS = "web-session"
+SEEN_EVERY = 60.0  # seconds between two writes of a session's "last seen" (and its renewed expiry)
+AGENT_CHARS = 200
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -110,23 +120,69 @@ def security_headers(response: Response) -> Response:
     return response
 
 
-def sign_in(name: str) -> None:
+def _session_key(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+def _client() -> dict[str, str]:
+    """Where this request comes from, roughly, for a person's list of their sessions."""
+    return {"agent": request.headers.get("User-Agent", "")[:AGENT_CHARS], "address": request.remote_addr or ""}
+
+
+def sign_in(name: str, host: Host | None = None) -> None:
     """Start a session for the person ``name`` (already checked by the caller): a new session, so
-    nothing set before signing in (a fixed session, an old CSRF token) survives."""
-    session.clear()
+    nothing set before signing in (a fixed session, an old CSRF token) survives, and a new record
+    in shared state that every worker checks."""
+    host = host or host_of()
+    sign_out(host)
+    session_id = secrets.token_urlsafe(32)
+    now = time.time()
+    record = {"person": name, "created": now, "seen": now, **_client()}
+    host.shared.put(SESSIONS, _session_key(session_id), record, ttl=SESSION_DAYS * 86400)
     session["person"] = name
+    session["sid"] = session_id
     session["csrf"] = secrets.token_urlsafe(32)
     session.permanent = True
+    g.hostcore_session = record
 
 
-def sign_out() -> None:
+def sign_out(host: Host | None = None) -> None:
+    """End this browser's session: its record goes (so a copy of the cookie opens nothing,
+    on any worker or host) and the cookie is emptied."""
+    session_id = session.get("sid")
+    if isinstance(session_id, str) and session_id:
+        (host or host_of()).shared.delete(SESSIONS, _session_key(session_id))
     session.clear()
+    g.pop("hostcore_session", None)
+
+
+def _live_session(host: Host, name: str) -> dict[str, Any] | None:
+    """This browser's session record, if it is live and belongs to ``name``; notes when it was
+    last seen (at most every :data:`SEEN_EVERY` seconds, renewing its expiry as the cookie's is)."""
+    if "hostcore_session" in g:
+        return g.hostcore_session
+    session_id = session.get("sid")
+    if not isinstance(session_id, str) or not session_id:
+        return None  # no id: a cookie from before sessions were recorded, or a forged one
+    key = _session_key(session_id)
+    record = host.shared.get(SESSIONS, key)
+    if record is None or record.get("person") != name:
+        return None
+    now = time.time()
+    if now - float(record.get("seen", 0)) > SEEN_EVERY:
+        record.update(seen=now, **_client())
+        try:
+            host.shared.put(SESSIONS, key, record, ttl=SESSION_DAYS * 86400)
+        except (sqlite3.Error, OSError, HostcoreError) as exc:  # a full disk: the session still works
+            log.warning("last use of a session of %r not recorded (tried again at its next request): %s", name, exc)
+    g.hostcore_session = record
+    return record
 
 
 def person(host: Host | None = None) -> Principal | None:
     """Who is calling from a browser: the owner of a bearer token sent with the request, else the
-    person signed in to this session (if the ``find_person`` hook still knows them), else None.
-    Raises Unauthorized for a bearer token that is invalid."""
+    person signed in to this session (if its record is live and the ``find_person`` hook still
+    knows them), else None. Raises Unauthorized for a bearer token that is invalid."""
     host = host or host_of()
     if request.headers.get("Authorization"):
         principal = host.pm.hook.authenticate(request=request, host=host)
@@ -136,10 +192,52 @@ def person(host: Host | None = None) -> Principal | None:
     name = session.get("person")
     if not isinstance(name, str):
         return None
+    if _live_session(host, name) is None:
+        session.clear()  # ended elsewhere (signed out, a changed password): nothing left to delete
+        return None
     found = host.pm.hook.find_person(name=name, host=host)
     if found is None:
-        sign_out()
+        sign_out(host)
     return found
+
+
+def current_session() -> str | None:
+    """The id (as :func:`sessions_of` lists it) of this browser's session, or None."""
+    session_id = session.get("sid") if has_request_context() else None
+    return _session_key(session_id) if isinstance(session_id, str) and session_id else None
+
+
+def sessions_of(host: Host, name: str) -> list[dict[str, Any]]:
+    """The live sessions of the person ``name``, most recently seen first: ``id``, ``created``,
+    ``seen`` (epoch seconds), ``agent`` (the browser's User-Agent, cut short), ``address`` (as
+    last seen) and ``current`` (this browser's)."""
+    here = current_session()
+    found = [{"id": key, "created": r["created"], "seen": r["seen"], "agent": r.get("agent", ""),
+              "address": r.get("address", ""), "current": key == here}
+             for key, r in host.shared.scan(SESSIONS) if r.get("person") == name]  # fmt: skip
+    return sorted(found, key=lambda s: s["seen"], reverse=True)
+
+
+def end_session(host: Host, name: str, session_id: str) -> bool:
+    """End the session ``session_id`` (an id from :func:`sessions_of`) if it is one of ``name``'s;
+    True if it was. Ending this browser's own session signs it out."""
+    record = host.shared.get(SESSIONS, session_id) if session_id else None
+    if record is None or record.get("person") != name:
+        return False
+    if session_id == current_session():
+        sign_out(host)
+        return True
+    return host.shared.delete(SESSIONS, session_id)
+
+
+def end_sessions(host: Host, name: str) -> int:
+    """End every session of the person ``name``, on every worker and host (their password changed,
+    say); returns how many there were. Works outside a request (the CLI)."""
+    ended = sum(host.shared.delete(SESSIONS, s["id"]) for s in sessions_of(host, name))
+    if current_session() is not None and session.get("person") == name:
+        session.clear()
+        g.pop("hostcore_session", None)
+    return ended
 
 
 def csrf_token() -> str:

@@ -42,9 +42,11 @@ from hostcore import (
     SCOPES,
     NotFound,
     Principal,
+    RateLimited,
     ValidationError,
     check_csrf,
     check_namespace,
+    end_sessions,
     hookimpl,
     person,
     safe_next,
@@ -101,6 +103,7 @@ class Accounts:
     """The accounts of one wiki, in its shared state."""
 
     def __init__(self, host: Any) -> None:
+        self.host = host
         self.shared = host.shared
 
     def get(self, name: str) -> dict[str, Any] | None:
@@ -146,10 +149,13 @@ class Accounts:
         self.shared.put(KIND, name, record)
         return record
 
-    def set_password(self, name: str, password: str) -> None:
+    def set_password(self, name: str, password: str) -> int:
+        """Set the account's password and end every session of the person, on every worker and
+        host (whoever kept a copy of a session cookie is out); returns how many sessions ended."""
         self.update(name, hash=hash_password(password))
+        return end_sessions(self.host, name)
 
-    def verify(self, name: str, password: str) -> dict[str, Any] | None:
+    def _matches(self, name: str, password: str) -> dict[str, Any] | None:
         """The account if ``password`` is its password and it may sign in, else None. Costs one
         Argon2id hash whether or not the account exists, so timing tells little."""
         global _dummy_hash
@@ -166,9 +172,30 @@ class Accounts:
         if record is None or record.get("disabled"):
             return None
         if _hasher.check_needs_rehash(stored):
-            self.set_password(name, password)
-        self.signed_in(name)
+            self.update(name, hash=hash_password(password))
         return record
+
+    def verify(self, name: str, password: str) -> dict[str, Any] | None:
+        """The account if ``password`` is its password and it may sign in (noted as a sign-in), else None."""
+        record = self._matches(name, password)
+        if record is not None:
+            self.signed_in(name)
+        return record
+
+    def change_password(self, name: str, current: str, new: str, address: str) -> int:
+        """A person's own change of their password: ``current`` must be it (a wrong one counts as a
+        failed sign-in, throttled alike). Ends every session of the person; returns how many.
+        Raises ValidationError naming the field, RateLimited while throttled."""
+        check_password(new)
+        wait = self.admit(name, address)
+        if wait > 0:
+            raise RateLimited(f"too many wrong passwords; wait {int(wait) + 1} seconds, then try again",
+                              field="current_password", retry_after=int(wait) + 1)  # fmt: skip
+        if self._matches(name, current) is None:
+            self.failed(name, address)
+            raise ValidationError("that is not your current password; type it again", field="current_password")
+        self.succeeded(name, address)
+        return self.set_password(name, new)
 
     def signed_in(self, name: str) -> None:
         """Note a sign-in: in a record of its own, so it never overwrites a change made meanwhile
@@ -291,6 +318,10 @@ def register_routes(app: Flask, host: Any) -> None:
     app.register_blueprint(pages)
 
 
+def _sessions(count: int) -> str:
+    return f"{count} open session{'' if count == 1 else 's'}"
+
+
 def _read_password(from_stdin: bool) -> str:
     if from_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
@@ -342,10 +373,12 @@ def register_commands(cli: click.Group) -> None:
         @click.argument("name")
         @click.pass_obj
         def run(obj: Any, name: str) -> None:
-            accounts(obj.host()).update(name, disabled=disabled)
-            click.echo(f"{command}d {name}")
+            host = obj.host()
+            accounts(host).update(name, disabled=disabled)
+            ended = f"; {_sessions(end_sessions(host, name))} ended" if disabled else ""
+            click.echo(f"{command}d {name}{ended}")
 
-    switch("disable", True, "Disable an account: it cannot sign in, and its open sessions end at their next request.")
+    switch("disable", True, "Disable an account: it cannot sign in, and its open sessions end at once.")
     switch("enable", False, "Enable a disabled account again.")
 
     @user_group.command("passwd")
@@ -353,9 +386,10 @@ def register_commands(cli: click.Group) -> None:
     @stdin_option
     @click.pass_obj
     def passwd(obj: Any, name: str, password_stdin: bool) -> None:
-        """Set an account's password (from a prompt, or --password-stdin)."""
+        """Set an account's password (from a prompt, or --password-stdin); every open session of
+        the person ends (they sign in again with the new password)."""
         store = accounts(obj.host())
         if store.get(name) is None:
             raise NotFound(f"no account named {name!r}; `hostcore user list` shows them", field="name")
-        store.set_password(name, _read_password(password_stdin))
-        click.echo(f"password of {name} changed")
+        ended = store.set_password(name, _read_password(password_stdin))
+        click.echo(f"password of {name} changed; {_sessions(ended)} ended (signed out everywhere)")

@@ -9,7 +9,7 @@ import pytest
 from flask import jsonify
 from hostcore_accounts import CHECKS, FAILURES, FREE_FAILURES_PER_NAME, GENERIC_ERROR, MAX_WAIT, accounts
 
-from hostcore import Principal, create_app, hookimpl, person
+from hostcore import Principal, ValidationError, create_app, hookimpl, person
 from hostcore.testing import cli
 
 CONFIG = {"PLUGINS": ["fs", "tokens", "accounts"], "STORAGE": "fs"}
@@ -174,6 +174,33 @@ def test_throttling_per_address(app):
     assert login(client, "alice", PASSWORD).status_code == 303
 
 
+def test_signing_out_ends_the_session_for_a_copy_of_its_cookie(app):
+    """Issue 22 #4: a copied session cookie opened pages after /_/logout; now it opens nothing."""
+    client = app.test_client()
+    assert login(client, "alice", PASSWORD).status_code == 303
+    copy = app.test_client()
+    copy.set_cookie("hostcore_session", client.get_cookie("hostcore_session").value)
+    assert whoami(copy) == "person:alice"
+    assert client.post("/_/logout", data={"csrf_token": csrf(client)}).status_code == 303
+    assert whoami(client) is None and whoami(copy) is None
+
+
+def test_a_changed_password_ends_every_session_and_says_so(app):
+    host = app.extensions["hostcore"]
+    store = accounts(host)
+    browsers = [app.test_client() for _ in range(3)]
+    for browser in browsers:
+        assert login(browser, "alice", PASSWORD).status_code == 303
+    with pytest.raises(ValidationError, match="current_password"):
+        store.change_password("alice", "not the password", "a brand new password", "127.0.0.1")
+    assert all(whoami(b) == "person:alice" for b in browsers)  # a refused change ends nothing
+    with pytest.raises(ValidationError, match="at least 10"):
+        store.change_password("alice", PASSWORD, "short", "127.0.0.1")
+    assert store.change_password("alice", PASSWORD, "a brand new password", "127.0.0.1") == 3
+    assert [whoami(b) for b in browsers] == [None, None, None]
+    assert store.verify("alice", "a brand new password") is not None
+
+
 def test_a_disabled_account_is_signed_out_at_once_and_cannot_sign_in(app):
     client = app.test_client()
     store = accounts(app.extensions["hostcore"])
@@ -217,13 +244,23 @@ def test_user_commands(tmp_path):
     listed = user("list").stdout.splitlines()
     assert [line.split("\t")[0] for line in listed] == ["admin", "carol", "dave"]
     assert listed[1].split("\t")[1:5] == ["read", "team", "active", "last sign-in never"] and listed[2].split("\t")[1] == "write"
-    assert user("disable", "carol").returncode == 0 and "\tdisabled\t" in user("list").stdout.splitlines()[1]
-    assert user("enable", "carol").returncode == 0 and "\tactive\t" in user("list").stdout.splitlines()[1]
     assert "no account named 'nobody'" in user("disable", "nobody").stderr
-    assert user("passwd", "carol", "--password-stdin", input="a new long password\n").returncode == 0
 
-    app = create_app(instance_path=instance)
+    # Issue 22 #4: a changed password (and a disabled account) ends the person's open sessions, and says so
+    app = create_app(instance_path=instance, plugins=[WhoAmI()])
     host = app.extensions["hostcore"]
+    browsers = [app.test_client() for _ in range(2)]
+    for browser in browsers:
+        assert login(browser, "carol", "a long password").status_code == 303
+    changed = user("passwd", "carol", "--password-stdin", input="a new long password\n")
+    assert changed.stdout == "password of carol changed; 2 open sessions ended (signed out everywhere)\n"
+    assert [whoami(b) for b in browsers] == [None, None]
+    assert login(browsers[0], "carol", "a new long password").status_code == 303
+    assert user("disable", "carol").stdout == "disabled carol; 1 open session ended\n"
+    assert "\tdisabled\t" in user("list").stdout.splitlines()[1]
+    assert user("enable", "carol").stdout == "enabled carol\n" and "\tactive\t" in user("list").stdout.splitlines()[1]
+    assert whoami(browsers[0]) is None  # enabled again, the ended session stays ended
+
     store = accounts(host)
     assert store.verify("carol", "a new long password") is not None and store.verify("carol", "a long password") is None
     assert store.verify("admin", admin_password) is not None and "admin" in store.get("admin")["scopes"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 import pytest
 
 from hostcore import SYSTEM, Principal, create_app, hookimpl
+from hostcore.testing import sign_in_client
 from hostcore.testing.browser import browser  # noqa: F401  (a headless Chromium per test)
 
 PEOPLE = {
     "carol": Principal("person:carol", frozenset({"write"})),
     "dave": Principal("person:dave", frozenset({"read"}), frozenset({"team"})),
     "erin": Principal("person:erin", frozenset({"admin"})),
+    "fred": Principal("person:fred", frozenset({"admin"}), frozenset({"team"})),  # an admin of one namespace
 }
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
 
@@ -46,10 +48,7 @@ def admin(host):
 
 def sign_in(client, name: str) -> str:
     """Sign ``name`` in on this test client (what a sign-in plugin's hostcore.sign_in does); returns the CSRF token."""
-    with client.session_transaction() as session:
-        session["person"] = name
-        session["csrf"] = f"csrf-{name}"
-    return f"csrf-{name}"
+    return sign_in_client(client, name)
 
 
 @pytest.fixture
