@@ -1,8 +1,11 @@
-"""The account pages: a person's personal access tokens (create, shown once, list, revoke) and a
-link to the connected apps (``/_/apps``, the OAuth plugin's page).
+"""The account pages: a person's personal access tokens (create, shown once, list, revoke; an
+admin sees and revokes everyone's, those made with ``hostcore token`` included), their browser
+sessions (see and end them), their password (with the ``accounts`` plugin) and a link to the
+connected apps (``/_/apps``, the OAuth plugin's page).
 
-The tokens plugin owns the store; this page calls it through :func:`token_store` only, as the
-person (``owner``), and never grants more than the person holds.
+The tokens and accounts plugins own their stores; these pages reach them through
+:func:`plugin_store` only (the plugin the host loaded under that name), as the person, and never
+grant more than the person holds.
 """
 
 from __future__ import annotations
@@ -12,29 +15,68 @@ from typing import Any
 
 from flask import abort, redirect, request, session, url_for
 
-from hostcore import SCOPES, HostcoreError, Principal, ValidationError, check_csrf, check_namespace
+import hostcore
+from hostcore import SCOPES, HostcoreError, Principal, RateLimited, ValidationError, check_csrf, check_namespace
 
 from .access import SignInFirst, host, viewer
 from .views import bp, page
 
 APPS_PATH = "/_/apps"
+BROWSERS = (("Edg/", "Edge"), ("OPR/", "Opera"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"),
+            ("Safari/", "Safari"), ("curl/", "curl"))  # fmt: skip
+SYSTEMS = (("Android", "Android"), ("iPhone", "iOS"), ("iPad", "iOS"), ("Mac OS X", "macOS"),
+           ("Windows", "Windows"), ("CrOS", "ChromeOS"), ("Linux", "Linux"))  # fmt: skip
+
+
+def plugin_store(name: str) -> Any:
+    """The store of the plugin the host loaded as ``name`` (``tokens``, ``accounts``), or None when
+    it is not enabled: asked of the plugin by name, so this plugin imports no other."""
+    plugin = host().pm.get_plugin(name)
+    if plugin is None:
+        return None
+    return plugin.store(host()) if name == "tokens" else plugin.accounts(host())
 
 
 def token_store() -> Any:
-    """The tokens plugin's store, or None when the plugin is not enabled: asked of the plugin the
-    host loaded under that name, so this plugin imports no other."""
-    tokens = host().pm.get_plugin("tokens")
-    return tokens.store(host()) if tokens is not None else None
+    return plugin_store("tokens")
 
 
 def signed_in() -> tuple[Principal, str]:
-    """(person, account name) of the person signed in to this browser session. Tokens are managed
-    in a session only: a bearer token may not make or revoke tokens."""
+    """(person, account name) of the person signed in to this browser session. Tokens, sessions
+    and passwords are managed in a session only: a bearer token may not change them."""
     person = viewer()
     name = session.get("person")
     if person is None or request.headers.get("Authorization") or not isinstance(name, str):
         raise SignInFirst()
     return person, name
+
+
+def is_admin(person: Principal) -> bool:
+    """An admin of the whole wiki (not one limited to some namespaces) manages every token."""
+    return person.has_scope("admin") and person.namespaces is None
+
+
+def when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t)) if t else "never"
+
+
+def browser_of(agent: str) -> str:
+    """A User-Agent, roughly: "Firefox on Linux"; the agent itself, cut short, when unknown."""
+    found = next((label for mark, label in BROWSERS if mark in agent), None)
+    system = next((label for mark, label in SYSTEMS if mark in agent), None)
+    if found is None:
+        return agent[:40] or "unknown"
+    return f"{found} on {system}" if system else found
+
+
+def account_page(template: str, person: Principal, title: str, status: int = 200, **context: Any) -> Any:
+    """A page of the account's section, with its own navigation; never cached (tokens, sessions)."""
+    sections = [("Access tokens", url_for("web.tokens")) if token_store() is not None else None,
+                ("Sessions", url_for("web.sessions")),
+                ("Password", url_for("web.password")) if plugin_store("accounts") is not None else None,
+                ("Connected apps", APPS_PATH) if host().pm.get_plugin("oauth") is not None else None]  # fmt: skip
+    html = page(template, person=person, title=title, sections=[s for s in sections if s], here=request.path, **context)
+    return html, status, {"Cache-Control": "no-store"}
 
 
 def check_grant(person: Principal, scopes: list[str], namespaces: list[str]) -> None:
@@ -52,7 +94,7 @@ def check_grant(person: Principal, scopes: list[str], namespaces: list[str]) -> 
 
 @bp.route("/_/account", methods=["GET"])
 def account() -> Any:
-    return redirect(url_for("web.tokens"))
+    return redirect(url_for("web.tokens" if token_store() is not None else "web.sessions"))
 
 
 @bp.route("/_/account/tokens", methods=["GET", "POST"])
@@ -72,24 +114,72 @@ def tokens() -> Any:
             created = {"name": name, "token": store.create(name, scopes, namespaces or None, owner=owner)}
         except HostcoreError as exc:
             error = str(exc)
-    mine = store.list(owner=owner)
-    for t in mine:
-        t["created_text"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["created"]))
-        t["used_text"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["last_used"])) if t["last_used"] else "never"
+    admin = is_admin(person)
+    listed = store.list() if admin else store.list(owner=owner)
+    for t in listed:
+        t["created_text"], t["used_text"] = when(t["created"]), when(t["last_used"])
     held = [s for s in SCOPES if person.has_scope(s)]
-    response = page("tokens.html", person=person, tokens=mine, created=created, error=error, scopes=held,
-                    apps_path=APPS_PATH, title="Access tokens")  # fmt: skip
-    status = 400 if error else 200
-    headers = {"Cache-Control": "no-store"}  # a new token is on this page once; keep it out of caches
-    return response, status, headers
+    return account_page("tokens.html", person, "Access tokens", 400 if error else 200, tokens=listed, created=created,
+                        error=error, scopes=held, admin=admin, owner=owner, apps_path=APPS_PATH)  # fmt: skip
 
 
 @bp.route("/_/account/tokens/revoke", methods=["POST"])
 def revoke_token() -> Any:
     check_csrf()
-    _person, owner = signed_in()
+    person, owner = signed_in()
     store = token_store()
     if store is None:
         abort(404)
-    store.revoke(request.form.get("id", ""), owner=owner)
+    store.revoke(request.form.get("id", ""), owner=None if is_admin(person) else owner)
     return redirect(url_for("web.tokens"))
+
+
+@bp.route("/_/account/sessions", methods=["GET", "POST"])
+def sessions() -> Any:
+    person, name = signed_in()
+    done = None
+    if request.method == "POST":
+        check_csrf()
+        ended = request.form.get("id", "")
+        if ended == "others":
+            count = sum(hostcore.end_session(host(), name, s["id"]) for s in hostcore.sessions_of(host(), name) if not s["current"])
+            done = f"Signed out {count} other session{'' if count == 1 else 's'}."
+        elif ended == hostcore.current_session():
+            hostcore.end_session(host(), name, ended)
+            return redirect(hostcore.LOGIN_PATH, 303)
+        elif hostcore.end_session(host(), name, ended):
+            done = "That session is signed out."
+        else:
+            raise ValidationError("that session has ended already; reload the page", field="id")
+    listed = [{**s, "browser": browser_of(s["agent"]), "created_text": when(s["created"]), "seen_text": when(s["seen"])}
+              for s in hostcore.sessions_of(host(), name)]  # fmt: skip
+    return account_page("sessions.html", person, "Sessions", sessions=listed, done=done)
+
+
+@bp.route("/_/account/password", methods=["GET", "POST"])
+def password() -> Any:
+    person, name = signed_in()
+    store = plugin_store("accounts")
+    record = store.get(name) if store is not None else None
+    if record is None:
+        abort(404)  # a person known to another sign-in plugin only: no password here
+    done, error, status, headers = None, None, 200, {}
+    if request.method == "POST" and record.get("hash"):
+        check_csrf()
+        new = request.form.get("new_password", "")
+        try:
+            if new != request.form.get("repeat_password", ""):
+                raise ValidationError("the two new passwords differ; type the same one twice", field="repeat_password")
+            ended = store.change_password(name, request.form.get("current_password", ""), new, request.remote_addr or "unknown")
+        except RateLimited as exc:
+            error, status, headers = str(exc), 429, {"Retry-After": str(exc.data["retry_after"])}
+        except HostcoreError as exc:
+            error, status = str(exc), 400
+        else:
+            hostcore.sign_in(name, host())  # this browser goes on, in a new session
+            others = max(ended - 1, 0)
+            done = (f"Your password is changed and every session of yours ended: {others} other "
+                    f"session{'' if others == 1 else 's'} signed out; this browser goes on in a new one.")  # fmt: skip
+    html, status, cache = account_page("password.html", person, "Password", status, has_password=bool(record.get("hash")),
+                                       done=done, error=error)  # fmt: skip
+    return html, status, {**cache, **headers}

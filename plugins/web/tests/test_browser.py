@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.cookiejar
 import json
 import re
 import secrets
@@ -246,6 +247,10 @@ def test_create_a_token_use_it_over_mcp_and_revoke_it(browser, served):
     assert [n["name"] for n in listed["namespaces"]] == ["notes"]
     browser.get(served.base + "/_/account/tokens")
     assert token not in browser.page_source  # shown once
+    # the admin sees every token: the first one `hostcore init` printed and the fixture's, made on the command line
+    owners = {row.find_element(By.TAG_NAME, "td").text: row.find_element(By.CSS_SELECTOR, "td.owner").text
+              for row in browser.find_elements(By.CSS_SELECTOR, "table.tokens tbody tr")}  # fmt: skip
+    assert owners == {"admin": "none (command line)", "other-writer": "none (command line)", "browser-made": "you"}
     assert browser.find_element(By.LINK_TEXT, "connected apps").get_attribute("href") == served.base + "/_/apps"
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "button[aria-label='Revoke browser-made']"))
     assert "browser-made" not in browser.find_element(By.CSS_SELECTOR, "table.tokens").text
@@ -328,6 +333,72 @@ def test_the_sign_in_consent_and_connected_apps_pages(browser, served):
     browser.get(served.base + "/_/apps")
     assert "Notes Assistant" in browser.find_element(By.CSS_SELECTOR, "section.app").text
     browser.screenshot("web-apps")
+
+
+class Elsewhere:
+    """Another device on the served wiki: a cookie jar and plain HTTP, as ``curl -b -c`` would."""
+
+    def __init__(self, base: str, cookie: str | None = None) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        self.opener.addheaders = [("User-Agent", "curl/8.5.0")] + ([("Cookie", f"hostcore_session={cookie}")] if cookie else [])
+
+    def sign_in(self, name: str, password: str) -> Elsewhere:
+        token = re.search(r'name="csrf_token" value="([^"]+)"', self.get("/_/login")[1]).group(1)
+        data = urlencode({"csrf_token": token, "name": name, "password": password, "next": "/_/account/sessions"}).encode()
+        with self.opener.open(self.base + "/_/login", data, timeout=30) as response:
+            assert response.url == self.base + "/_/account/sessions", response.url
+        return self
+
+    def get(self, path: str) -> tuple[str, str]:
+        """(the URL it ended at after redirects, the page)"""
+        with self.opener.open(self.base + path, timeout=30) as response:
+            return response.url, response.read().decode()
+
+    def signed_in(self) -> bool:
+        return self.get("/_/account/sessions")[0] == self.base + "/_/account/sessions"
+
+
+def test_see_your_sessions_sign_one_out_and_a_copied_cookie_stops_working(browser, served):
+    """Issue 22 #4 in Chromium against two gunicorn workers: the sessions page lists this browser
+    and another device; signing that one out ends it, and after the browser signs out a copy of its
+    cookie opens nothing."""
+    other = Elsewhere(served.base).sign_in("admin", served.password)
+    sign_in(browser, served, "/_/account/sessions")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.sessions tbody tr")
+    assert len(rows) >= 2
+    mine = browser.find_element(By.CSS_SELECTOR, "table.sessions tr.current")
+    assert "(this browser)" in mine.text and "Chrome on Linux" in mine.text and "127.0.0.1" in mine.text
+    curl = [row for row in rows if row.text.startswith("curl")]
+    assert len(curl) == 1 and "curl" in curl[0].text
+    browser.screenshot("web-sessions")
+    browser.click_and_wait(curl[0].find_element(By.CSS_SELECTOR, "button"))
+    assert browser.find_element(By.ID, "done").text == "That session is signed out."
+    assert not [row for row in browser.find_elements(By.CSS_SELECTOR, "table.sessions tbody tr") if row.text.startswith("curl")]
+    assert not other.signed_in()
+    copied = browser.get_cookie("hostcore_session")["value"]
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "header.site form.signout button"))
+    assert not Elsewhere(served.base, copied).signed_in()  # what the cookie opened before, it opens no more
+
+
+def test_change_a_password_and_every_other_session_ends(browser, served):
+    password = "the first password of pat"
+    cli(served.instance, "user", "create", "pat", "--scope", "write", "--password-stdin", input=password + "\n")
+    other = Elsewhere(served.base).sign_in("pat", password)
+    browser.get(f"{served.base}/_/login?next=/_/account/password")
+    browser.find_element(By.ID, "name").send_keys("pat")
+    browser.find_element(By.ID, "password").send_keys(password)
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    browser.find_element(By.ID, "current-password").send_keys(password)
+    browser.find_element(By.ID, "new-password").send_keys("the second password of pat")
+    browser.find_element(By.ID, "repeat-password").send_keys("the second password of pat")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.password button[type=submit]"))
+    assert "1 other session signed out" in browser.find_element(By.ID, "done").text
+    assert not other.signed_in()
+    browser.get(served.base + "/_/account/sessions")
+    assert [row.text.endswith("Sign out") and "(this browser)" in row.text
+            for row in browser.find_elements(By.CSS_SELECTOR, "table.sessions tbody tr")] == [True]  # fmt: skip
+    assert Elsewhere(served.base).sign_in("pat", "the second password of pat").signed_in()
 
 
 def test_an_exported_namespace_in_a_browser_from_a_plain_web_server(browser, served, tmp_path):

@@ -28,6 +28,8 @@ DOCUMENTED = {
     "web.delete": "/_/delete/<namespace>/<page>",
     "web.account": "/_/account",
     "web.tokens": "/_/account/tokens",
+    "web.sessions": "/_/account/sessions",
+    "web.password": "/_/account/password",
     "accounts.login": "/_/login",
     "hostcore_oauth.apps": "/_/apps",
     "hostcore_oauth.authorize": "/_/oauth/authorize",

@@ -121,11 +121,11 @@ def test_tokens_create_shown_once_list_use_and_revoke(carol, client_for, app, ad
                        headers={"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
                                 "MCP-Protocol-Version": "2025-06-18"})  # fmt: skip
     assert mcp.status_code == 200 and '"tok"' in mcp.text.replace("\\", "")
-    # another person sees none of carol's tokens and cannot revoke them
-    erin = client_for("erin")
+    # another person (not an admin) sees none of carol's tokens and cannot revoke them
+    dave = client_for("dave")
     token_id = re.search(r'name="id" value="([0-9a-f]+)"', listing).group(1)
-    assert "deskbox" not in erin.get("/_/account/tokens").text
-    assert erin.post("/_/account/tokens/revoke", data={"csrf_token": erin.csrf, "id": token_id}).status_code == 404
+    assert "deskbox" not in dave.get("/_/account/tokens").text
+    assert dave.post("/_/account/tokens/revoke", data={"csrf_token": dave.csrf, "id": token_id}).status_code == 404
     assert carol.post("/_/account/tokens/revoke", data={"csrf_token": carol.csrf, "id": token_id}).status_code == 302
     assert visitor.get("/notes/n", headers={"Authorization": f"Bearer {token}"}).status_code == 401
 
