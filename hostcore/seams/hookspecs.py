@@ -93,6 +93,14 @@ def sign_in_options(host: Host) -> list[tuple[str, str]] | None:
     <label>" button for each, sending the ``next`` path along as a query parameter."""
 
 
+@hookspec(firstresult=True)
+def frame_page(title: str, main: str, head: str, host: Host) -> str | None:
+    """A whole HTML page in the site's frame (its header, navigation and stylesheet) around
+    another plugin's page, called while that plugin answers a request: ``main`` is the page's
+    content, safe HTML for inside ``<main>``; ``head`` safe HTML for ``<head>`` (its stylesheet).
+    None (no plugin frames pages): the caller serves a plain page of its own."""
+
+
 @hookspec
 def startup(host: Host) -> None:
     """The host is built: check your config and prepare state. Raise StartupError with the fix."""

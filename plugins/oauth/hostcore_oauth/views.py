@@ -5,6 +5,9 @@ The consent page needs a signed-in person, names the app by its name *and* where
 person back and where its metadata document lives, lets the person narrow the scopes (never beyond
 their own) and the namespaces, and takes a CSRF-checked POST. Its only redirect goes to a redirect
 URI the client registered (exact match), so it redirects nowhere else.
+
+Both pages sit in the site's frame (header, navigation) when a plugin answers the ``frame_page``
+hook (the web plugin does), else they are plain pages of their own.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749.errors import OAuth2Error
-from flask import Blueprint, Flask, Response, jsonify, render_template, request, session
+from flask import Blueprint, Flask, Response, jsonify, render_template, request, session, url_for
+from markupsafe import Markup
 
-from hostcore import CSP, Forbidden, ValidationError, check_csrf, login_redirect, person
+from hostcore import CSP, SCOPES, Forbidden, ValidationError, check_csrf, login_redirect, person
 from hostcore_oauth.server import PATHS, OAuthServer, scope_list
 
 AUTHORIZE = PATHS["authorization_endpoint"]
@@ -105,7 +109,9 @@ def make_blueprint(server_of: Any) -> Blueprint:
                 consent = {"person": name, "scopes": chosen, "namespaces": None if ALL in picked else sorted(set(picked))}
                 return srv.create_authorization_response(grant=grant, grant_user=consent)
         redirect_uri = grant.request.payload.redirect_uri or client.get_default_redirect_uri() or ""
-        page = render_template(
+        html = _page(
+            srv,
+            f"Connect {client.name}?",
             "oauth_consent.html",
             client=client,
             client_id=client.client_id,
@@ -122,7 +128,7 @@ def make_blueprint(server_of: Any) -> Blueprint:
             action=request.full_path,
             problem=problem,
         )
-        response = Response(page, 400 if problem else 200, mimetype="text/html")
+        response = Response(html, 400 if problem else 200, mimetype="text/html")
         # The approval redirects to the client: a browser applies form-action to that redirect too.
         response.headers["Content-Security-Policy"] = CSP.replace("form-action 'self'", f"form-action 'self' {_source(redirect_uri)}")
         return response
@@ -143,17 +149,9 @@ def make_blueprint(server_of: Any) -> Blueprint:
             for g in mine:
                 grants.revoke_grant(g["id"])
             done = mine[0]["client_name"]
-        connected: dict[str, dict[str, Any]] = {}
-        for g in grants.grants_of(name):
-            app = connected.setdefault(g["client_id"], {"name": g["client_name"], "client_id": g["client_id"],
-                                                         "host": _client_host(g["client_id"]), "grants": []})  # fmt: skip
-            app["grants"].append({
-                "scopes": " ".join(g["scopes"]),
-                "namespaces": ", ".join(g["namespaces"]) if g["namespaces"] is not None else "every namespace",
-                "created": _when(g["created"]), "last_used": _when(g["last_used"]),
-            })  # fmt: skip
-        page = render_template("oauth_apps.html", apps=list(connected.values()), done=done, person=name)
-        return Response(page, mimetype="text/html")
+        apps = _apps(grants.grants_of(name))
+        html = _page(server(), "Connected apps", "oauth_apps.html", apps=apps, done=done, person=name)
+        return Response(html, mimetype="text/html")
 
     return bp
 
@@ -163,6 +161,35 @@ SCOPE_HELP = {
     "write": "create, change, move and delete pages",
     "admin": "change namespace settings",
 }
+
+
+def _page(srv: OAuthServer, title: str, template: str, **context: Any) -> str:
+    """The page ``template`` renders, in the site's frame when a plugin gives one (``frame_page``),
+    else as a plain page of this plugin's."""
+    main = Markup(render_template(template, **context))  # Jinja escaped what the template holds
+    head = Markup('<link rel="stylesheet" href="{}">').format(url_for("hostcore_oauth.static", filename="oauth.css"))
+    framed = srv.host.pm.hook.frame_page(title=title, main=main, head=head, host=srv.host)
+    return str(framed) if framed is not None else render_template("oauth_page.html", title=title, main=main, head=head)
+
+
+def _apps(grants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per app: an app approved again (a step-up to more scopes, another device of the
+    same app) holds several grants, shown as one, with everything it may do through any of them."""
+    connected: dict[str, dict[str, Any]] = {}
+    for g in grants:
+        connected.setdefault(g["client_id"], {"name": g["client_name"], "client_id": g["client_id"], "grants": []})["grants"].append(g)
+    apps = []
+    for app in connected.values():
+        held = app.pop("grants")
+        newest = max(held, key=lambda g: g["created"])
+        scopes = {s for g in held for s in g["scopes"]}
+        every = any(g["namespaces"] is None for g in held)
+        used = [g["last_used"] for g in held if g["last_used"]]
+        apps.append({**app, "name": newest["client_name"], "host": _client_host(app["client_id"]),
+                     "scopes": " ".join(s for s in SCOPES if s in scopes),
+                     "namespaces": "every namespace" if every else ", ".join(sorted({n for g in held for n in g["namespaces"]})),
+                     "created": _when(newest["created"]), "last_used": _when(max(used) if used else None)})  # fmt: skip
+    return apps
 
 
 def _source(uri: str) -> str:

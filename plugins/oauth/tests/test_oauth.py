@@ -320,6 +320,25 @@ def test_connected_apps_lists_grants_and_disconnect_revokes_them(client):
     assert refresh(client, client_id, tokens["refresh_token"]).json["error"] == "invalid_grant"
 
 
+def test_an_app_approved_again_with_more_scopes_is_one_row(client):
+    """Issue 22 #21: a step-up (the app asks again, for more) showed the app twice on /_/apps; it is
+    one app, shown with everything it may now do and when it was last approved."""
+    client_id, first = connect(client, scopes=["read"], namespaces=["team"])
+    verifier, challenge = pkce()
+    got = redirect_params(approve(client, authorize_url(client_id, REDIRECT, challenge), ["read", "write"], ["notes"]))
+    second = exchange(client, client_id, got["code"], verifier).json
+    assert first["scope"] == "read" and second["scope"] == "read write"
+    page = client.get("/_/apps").text
+    assert page.count('<section class="app">') == 1 and page.count("<tr><td>") == 1
+    assert "<tr><td>read write</td><td>notes, team</td>" in page
+    other_id, _ = connect(client)  # another app: its own row
+    page = client.get("/_/apps").text
+    assert page.count('<section class="app">') == 2 and page.count("<tr><td>") == 2
+    done = client.post("/_/apps", data={"client_id": client_id, "csrf_token": csrf_of(page)})
+    assert "Disconnected Test App" in done.text and done.text.count('<section class="app">') == 1  # both grants of the first app
+    assert other_id in done.text and client_id not in done.text
+
+
 def test_apps_page_needs_a_signed_in_person(client):
     assert client.get("/_/apps").headers["Location"] == "/_/login?next=/_/apps"
 

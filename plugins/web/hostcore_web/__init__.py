@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from jinja2 import FileSystemBytecodeCache
+from markupsafe import Markup
 
 from hostcore import hookimpl
 
@@ -25,6 +26,12 @@ def register_routes(app: Any, host: Any) -> None:
         folder = host.instance_path / "web-templates"
         folder.mkdir(parents=True, exist_ok=True)
         app.jinja_env.bytecode_cache = FileSystemBytecodeCache(str(folder))
+
+
+@hookimpl
+def frame_page(title: str, main: str, head: str) -> str:
+    """Another plugin's page (the OAuth consent and connected apps pages) in this site's layout."""
+    return views.page("framed.html", title=title, main=Markup(main), head=Markup(head))  # safe HTML, as the hook says
 
 
 @hookimpl

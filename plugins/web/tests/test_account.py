@@ -1,5 +1,6 @@
 """The account pages: every token for an admin (those made on the command line too), a person's
-sessions (see them, sign them out), their password (with the accounts plugin)."""
+sessions (see them, sign them out), their password (with the accounts plugin), and other plugins'
+pages in the site's frame (the ``frame_page`` hook)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import hostcore_tokens
 from hostcore import create_app
 from hostcore.testing import sign_in_client
 
-from .conftest import CONFIG
+from .conftest import CONFIG, People
 
 PASSWORD = "correct horse battery"
 
@@ -153,3 +154,23 @@ def test_without_the_accounts_plugin_there_is_no_password_page(client_for):
     carol = client_for("carol")
     assert carol.get("/_/account/password").status_code == 404
     assert "/_/account/password" not in carol.get("/_/account/sessions").text
+
+
+def test_hook_frame_page(tmp_path):
+    """The OAuth plugin's pages ask frame_page: with the web plugin, /_/apps has the site's header
+    and navigation (issue 22 #21); without it, the OAuth plugin's own plain page."""
+    framed = create_app(CONFIG | {"PLUGINS": [*CONFIG["PLUGINS"], "oauth"]}, instance_path=tmp_path / "a", plugins=[People()])
+    plain = create_app({"PLUGINS": ["git", "tokens", "oauth"], "STORAGE": "git"}, instance_path=tmp_path / "b", plugins=[People()])
+    try:
+        client = framed.test_client()
+        sign_in_client(client, "carol")
+        page = client.get("/_/apps").text
+        assert '<header class="site">' in page and 'href="/_/web/static/web.css"' in page and "/_/static/oauth/oauth.css" in page
+        assert "<title>Connected apps</title>" in page and '<div class="oauth">' in page and "Sign out" in page
+        bare = plain.test_client()
+        sign_in_client(bare, "carol")
+        alone = bare.get("/_/apps").text
+        assert '<body class="oauth-page">' in alone and '<header class="site">' not in alone and '<div class="oauth">' in alone
+    finally:
+        framed.extensions["hostcore"].close()
+        plain.extensions["hostcore"].close()

@@ -322,6 +322,7 @@ def test_the_sign_in_consent_and_connected_apps_pages(browser, served):
     browser.find_element(By.ID, "password").send_keys(served.password)
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
     assert browser.find_element(By.ID, "app-name").text == "Notes Assistant"
+    site_header(browser)  # the consent page sits in the site's frame, like every other page
     browser.screenshot("web-authorize")
     browser.find_element(By.ID, "approve").click()
     WebDriverWait(browser, 15).until(lambda d: d.current_url.startswith(redirect))
@@ -332,7 +333,19 @@ def test_the_sign_in_consent_and_connected_apps_pages(browser, served):
         assert json.loads(response.read())["access_token"]
     browser.get(served.base + "/_/apps")
     assert "Notes Assistant" in browser.find_element(By.CSS_SELECTOR, "section.app").text
+    site_header(browser)
     browser.screenshot("web-apps")
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "header.site a.brand"))  # the header leads on
+    assert browser.current_url == served.base + "/"
+
+
+def site_header(browser: Any) -> None:
+    """The site's header is on the page, styled by the web plugin's stylesheet, with its links and the person."""
+    header = browser.find_element(By.CSS_SELECTOR, "header.site")
+    assert header.value_of_css_property("display") == "flex"
+    assert [a.text for a in header.find_elements(By.CSS_SELECTOR, "nav[aria-label=Site] a")][:2] == ["Wiki", "Recent changes"]
+    assert header.find_element(By.CSS_SELECTOR, "nav.who a").text == "admin"
+    assert header.find_element(By.CSS_SELECTOR, "form.signout button").text == "Sign out"
 
 
 class Elsewhere:
