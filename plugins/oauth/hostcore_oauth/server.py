@@ -34,6 +34,7 @@ PATHS = {
 }
 AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post"]
 DEFAULT_SCOPE = "read write"
+MAX_CLIENT_ID = 1024
 
 
 class InvalidTarget(OAuth2Error):
@@ -357,6 +358,8 @@ class OAuthServer(AuthorizationServer):
         return token
 
     def query_client(self, client_id: str) -> Client | None:
+        if not isinstance(client_id, str) or not client_id or len(client_id) > MAX_CLIENT_ID:
+            return None  # no such client (an empty key is not one to look up; a long one is no URL we fetch)
         if client_id_url(client_id):
             return self._metadata_client(client_id)
         record = self.shared.get(store.CLIENT, client_id)

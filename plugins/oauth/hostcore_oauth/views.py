@@ -4,7 +4,9 @@ revocation endpoints (Authlib answers them), the consent page and the connected 
 The consent page needs a signed-in person, names the app by its name *and* where it sends the
 person back and where its metadata document lives, lets the person narrow the scopes (never beyond
 their own) and the namespaces, and takes a CSRF-checked POST. Its only redirect goes to a redirect
-URI the client registered (exact match), so it redirects nowhere else.
+URI the client registered (exact match), so it redirects nowhere else. A malformed request whose
+client or redirect URI cannot be trusted gets the OAuth error page (RFC 6749 4.1.2.1), never a
+redirect; one with a known client and redirect URI goes back to the app with ``error``.
 
 Both pages sit in the site's frame (header, navigation) when a plugin answers the ``frame_page``
 hook (the web plugin does), else they are plain pages of their own.
@@ -84,8 +86,7 @@ def make_blueprint(server_of: Any) -> Blueprint:
         except OAuth2Error as error:
             if error.redirect_uri:  # a registered redirect URI (exact match): tell the client
                 return srv.handle_error_response(None, error)
-            raise ValidationError(f"{error.error}: {error.description or 'the app sent an invalid request'}; "
-                                  "go back to the app and connect again", field="request") from None  # fmt: skip
+            return _error_page(srv, error)
         client = grant.request.client
         asked = scope_list(grant.request.scope or "")
         offered = [s for s in asked if who.has_scope(s)]
@@ -170,6 +171,14 @@ def _page(srv: OAuthServer, title: str, template: str, **context: Any) -> str:
     head = Markup('<link rel="stylesheet" href="{}">').format(url_for("hostcore_oauth.static", filename="oauth.css"))
     framed = srv.host.pm.hook.frame_page(title=title, main=main, head=head, host=srv.host)
     return str(framed) if framed is not None else render_template("oauth_page.html", title=title, main=main, head=head)
+
+
+def _error_page(srv: OAuthServer, error: OAuth2Error) -> Response:
+    """An authorization request that cannot go back to its app (no client, an unknown one, a
+    redirect URI it did not register): the person is told here, with what the app sent wrong."""
+    html = _page(srv, "The app's request cannot be used", "oauth_error.html", error=error.error,
+                 description=error.description or "the app sent an invalid request")  # fmt: skip
+    return Response(html, 400, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
 
 def _apps(grants: list[dict[str, Any]]) -> list[dict[str, Any]]:

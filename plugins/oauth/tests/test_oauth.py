@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from urllib.parse import urlencode
 
 import pytest
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
@@ -231,6 +232,69 @@ def test_redirect_uri_mismatch_and_open_redirects_are_refused_without_redirectin
     assert answer.status_code == 400 and "Location" not in answer.headers
     # the sign-in redirect keeps to this site
     assert client.get("/_/test/sign-in/ann?next=//evil.example").headers["Location"] == "/_/apps"
+
+
+MALFORMED = {
+    # what the request gets wrong: (its parameters changed, None = left out), the error the page names
+    "no client_id": ({"client_id": None}, "invalid_client"),
+    "an empty client_id": ({"client_id": ""}, "invalid_client"),
+    "an oversized client_id": ({"client_id": "hcc_" + "x" * 5000}, "invalid_client"),
+    "an oversized metadata URL": ({"client_id": "https://app.example/" + "a" * 3000}, "invalid_client"),
+    "an unknown client": ({"client_id": "hcc_unknown"}, "invalid_client"),
+    "a client_id twice": ({"client_id": "twice"}, "invalid_request"),
+    "a redirect_uri not registered": ({"redirect_uri": "https://evil.example/cb"}, "invalid_request"),
+    "an empty redirect_uri and no client": ({"redirect_uri": "", "client_id": ""}, "invalid_client"),
+    "nothing at all": ({"client_id": None, "redirect_uri": None, "response_type": None, "scope": None, "state": None,
+                        "resource": None, "code_challenge": None, "code_challenge_method": None}, "unsupported_response_type"),
+}  # fmt: skip
+REDIRECTED = {
+    # a request whose client and redirect URI are known: the app is told, at its redirect URI
+    "no response_type": ({"response_type": None}, "unsupported_response_type"),
+    "a response_type other than code": ({"response_type": "token"}, "unsupported_response_type"),
+    "an unknown scope": ({"scope": "read delete"}, "invalid_scope"),
+    "no PKCE": ({"code_challenge": None, "code_challenge_method": None}, "invalid_request"),
+    "plain PKCE": ({"code_challenge_method": "plain"}, "invalid_request"),
+    "PKCE without a method": ({"code_challenge_method": None}, "invalid_request"),
+    "another resource": ({"resource": "https://other.example/mcp"}, "invalid_target"),
+}
+
+
+def malformed_url(client_id: str, changes: dict) -> str:
+    params = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT, "state": "st-42", "scope": "read write",
+              "resource": RESOURCE, "code_challenge": pkce()[1], "code_challenge_method": "S256"}  # fmt: skip
+    twice = changes.get("client_id") == "twice"
+    params.update({k: v for k, v in changes.items() if k != "client_id" or not twice})
+    url = "/_/oauth/authorize?" + urlencode({k: v for k, v in params.items() if v is not None})
+    return url + f"&client_id={client_id}" if twice else url
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_authorization_request_gets_the_error_page_never_a_redirect(client, case):
+    """Issue 22 #11: signed in, ``client_id=`` was a 500. A request whose client or redirect URI
+    cannot be trusted gets the OAuth error page (RFC 6749 4.1.2.1: never a redirect), naming the error."""
+    client_id = register(client)["client_id"]
+    client.get("/_/test/sign-in/ann")
+    changes, error = MALFORMED[case]
+    answer = client.get(malformed_url(client_id, changes))
+    assert answer.status_code == 400 and "Location" not in answer.headers, answer.text[:300]
+    assert answer.mimetype == "text/html" and "The app&#39;s request cannot be used" in answer.text
+    assert f"<code>{error}</code>" in answer.text and answer.headers["Cache-Control"] == "no-store"
+    assert client.post(malformed_url(client_id, changes), data={}).status_code in (400, 403)  # a POST too: never a 500
+    assert app_grants(client) == []
+
+
+@pytest.mark.parametrize("case", REDIRECTED)
+def test_a_malformed_request_of_a_known_client_goes_back_to_it_with_the_error(client, case):
+    client_id = register(client)["client_id"]
+    client.get("/_/test/sign-in/ann")
+    changes, error = REDIRECTED[case]
+    got = redirect_params(client.get(malformed_url(client_id, changes)))
+    assert got["error"] == error and got["state"] == "st-42" and "code" not in got
+    assert app_grants(client) == []
+
+
+def app_grants(client) -> list:
+    return client.application.extensions["hostcore"].shared.scan("oauth-grant")
 
 
 def test_pkce_is_required_and_plain_is_refused(client):
