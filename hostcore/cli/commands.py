@@ -21,6 +21,7 @@ from hostcore.cli.migration import export_command, import_command
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
 from hostcore.host.config import CONFIG_FILE, load_config, not_an_instance
+from hostcore.host.files import exposed, listing, private_umask
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
@@ -145,6 +146,7 @@ class HostcoreGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """hostcore: a wiki that people and AI assistants share."""
+    private_umask()  # before `init` makes the instance folder and its config
     ctx.call_on_close(ctx.ensure_object(CliContext).close)
 
 
@@ -266,8 +268,8 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
             for key, value in settings.items():
                 self.cfg.set(key, value)
 
-        def load(self) -> Any:
-            return serving_app(instance_path=instance, defaults=defaults)
+        def load(self) -> Any:  # the instance was made private above, before the fork
+            return serving_app(instance_path=instance, defaults=defaults, private=False)
 
     os.environ["HOSTCORE_INSTANCE"] = str(instance)
     click.echo(f"hostcore serving {instance} on {bind} (MCP endpoint: {public_url}/_/mcp)", err=True)
@@ -277,16 +279,32 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     Server().run()
 
 
+def host_problems(host: Host) -> list[str]:
+    """What `check` finds wrong with a host that starts: files other users may read."""
+    problems = []
+    found = exposed(host.folders)
+    if found:
+        problems.append(
+            f"{len(found)} files or folders other users may read or enter: {listing(found)}; any command that "
+            f"starts the wiki (`hostcore serve`) makes them private to their user, or run `chmod -R go= {host.instance_path}`"
+        )
+    return problems
+
+
 @main.command()
 @instance_option
 @click.pass_obj
 def check(obj: CliContext) -> None:
-    """Validate the instance's config and plugins; name every problem."""
+    """Validate the instance's config, plugins and files; name every problem (changing nothing)."""
     problems: list[str] = []
     try:
         problems += inspect_instance(obj.instance)[2]
         if not problems:
-            build_host(obj.instance, start=False).close()  # the backends open their folders
+            host = build_host(obj.instance, start=False, private=False)  # the backends open their folders
+            try:
+                problems += host_problems(host)
+            finally:
+                host.close()
     except HostcoreError as exc:
         problems += exc.data.get("problems", [str(exc)])
     for problem in problems:

@@ -226,12 +226,17 @@ class Host:
         settings = self.plugin_config(cls.name)
         return cls(self.instance_path / settings.pop("path", folder), settings)
 
+    @property
+    def folders(self) -> list[Path]:
+        """The folders holding the wiki's files: the instance folder, and the storage's and the
+        search index's (inside it unless their ``path`` puts them elsewhere)."""
+        return [self.instance_path, self.storage.root] + ([self.search.root] if self.search is not None else [])
+
     def disk_full(self) -> bool:
-        """True when a disk holding the wiki's files (instance folder, storage, search index) has
-        less than ``MIN_FREE_BYTES`` free: room kept so a change's index and history updates never
-        fail after the change itself landed."""
-        folders = [self.instance_path, self.storage.root] + ([self.search.root] if self.search is not None else [])
-        return any(disk_full(folder, self.config["MIN_FREE_BYTES"]) for folder in folders)
+        """True when a disk holding the wiki's files (:attr:`folders`) has less than
+        ``MIN_FREE_BYTES`` free: room kept so a change's index and history updates never fail
+        after the change itself landed."""
+        return any(disk_full(folder, self.config["MIN_FREE_BYTES"]) for folder in self.folders)
 
     def require_space(self) -> None:
         """Raise DiskFull (nothing is written) when :meth:`disk_full`."""

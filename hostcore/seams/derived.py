@@ -82,9 +82,13 @@ def connect(path: Path, **kwargs: Any) -> tuple[sqlite3.Connection, tuple[int, i
     file needs even to be read), and with no write-ahead log waiting, the file is opened as a
     read-only snapshot (``immutable``) instead, and the id returned is None: reads go on, writes
     fail (the host refuses them first, see :class:`~hostcore.errors.DiskFull`), and callers that
-    reopen when the id differs get a normal connection once there is space again.
+    reopen when the id differs get a normal connection once there is space again. A file made
+    here is private to its user (mode 0600), whatever the process's umask.
     """
     opened = file_id(path)
+    if opened is None:  # made here, not by SQLite (0644 less the umask); its -wal and -shm take its mode
+        with suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     db = sqlite3.connect(path, **kwargs)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
