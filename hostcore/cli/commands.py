@@ -18,6 +18,7 @@ import click
 
 from hostcore.app import build_host, inspect_instance, instance_folder, serving_app
 from hostcore.cli.migration import export_command, import_command
+from hostcore.cli.state import backup_command, doctor_command, restore_command
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
 from hostcore.host.config import CONFIG_FILE, load_config, not_an_instance
@@ -280,8 +281,11 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
 
 
 def host_problems(host: Host) -> list[str]:
-    """What `check` finds wrong with a host that starts: files other users may read."""
-    problems = []
+    """What `check` finds wrong with a host that starts: files other users may read, the shared
+    state (damaged, or in a Redis that would lose it). Says what it found of the shared state."""
+    finding = host.shared.check()
+    click.echo(finding.found)
+    problems = [finding.problem] if finding.problem else []
     found = exposed(host.folders)
     if found:
         problems.append(
@@ -295,7 +299,7 @@ def host_problems(host: Host) -> list[str]:
 @instance_option
 @click.pass_obj
 def check(obj: CliContext) -> None:
-    """Validate the instance's config, plugins and files; name every problem (changing nothing)."""
+    """Validate the instance's config, plugins, files and shared state; name every problem."""
     problems: list[str] = []
     try:
         problems += inspect_instance(obj.instance)[2]
@@ -393,7 +397,7 @@ def status(obj: CliContext) -> None:
         host.close()
 
 
-for _command in (export_command, import_command):
+for _command in (export_command, import_command, backup_command, restore_command, doctor_command):
     _add_instance_option(_command)
     main.add_command(_command)
 

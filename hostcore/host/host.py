@@ -29,7 +29,7 @@ from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.settings import Setting, settings_problems
-from hostcore.seams.shared import SharedState
+from hostcore.seams.shared import Finding, SharedState
 from hostcore.seams.storage import Storage, disk_full
 from hostcore.seams.tool import Tool
 
@@ -256,8 +256,23 @@ class Host:
         return self.limiter.wait(kind, principal.name) if principal.rate_limited else 0
 
     def start(self) -> None:
-        """Run every plugin's ``startup`` hook (config checks, catch-up)."""
+        """Check the shared state, then run every plugin's ``startup`` hook (config checks, catch-up).
+
+        Raises StartupError when the shared state must not be used. A damaged ``shared.sqlite`` is
+        logged, and the wiki starts: public namespaces are served while signing in and tokens say
+        what is wrong.
+        """
+        finding = self.check_shared()
+        if finding.problem:
+            log.error("%s", finding.problem)
         self.pm.hook.startup(host=self)
+
+    def check_shared(self) -> Finding:
+        """What :meth:`SharedState.check` finds; raises StartupError when the wiki must not start on it."""
+        finding = self.shared.check()
+        if finding.refuse:
+            raise StartupError(f"{where(self.config, 'REDIS_URL')}: {finding.problem}")
+        return finding
 
     def wiki(self, principal: Principal) -> Wiki:
         """The service layer bound to ``principal`` (``hostcore.SYSTEM`` for a CLI command or a job)."""

@@ -53,10 +53,11 @@ def file_id(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def set_aside(path: Path, what: str, problem: str) -> Path:
+def set_aside(path: Path, what: str, problem: str, then: str = "rebuilding it from storage") -> Path:
     """Rename the damaged file or folder ``path`` (and a SQLite file's -wal and -shm) out of the way.
 
-    Returns the new name, ``NAME.damaged-YYYYmmddTHHMMSS``; logs a warning naming both.
+    Returns the new name, ``NAME.damaged-YYYYmmddTHHMMSS``; logs a warning naming both and
+    ``then``, what happens next.
     """
     path = Path(path)
     target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
@@ -70,7 +71,7 @@ def set_aside(path: Path, what: str, problem: str) -> Path:
             break
         if source.exists():
             os.replace(source, target.with_name(target.name + suffix))
-    log.warning("%s: %s is damaged (%s); set aside as %s, rebuilding it from storage", what, path, problem, target.name)
+    log.warning("%s: %s is damaged (%s); set aside as %s, %s", what, path, problem, target.name, then)
     return target
 
 
@@ -102,7 +103,7 @@ def connect(path: Path, **kwargs: Any) -> tuple[sqlite3.Connection, tuple[int, i
     return sqlite3.connect(f"file:{quote(str(path))}?immutable=1", uri=True, **kwargs), None
 
 
-def _quick_check(path: Path) -> str | None:
+def quick_check(path: Path) -> str | None:
     """What ``PRAGMA quick_check`` finds wrong with the SQLite file at ``path``; None when it is sound."""
     try:
         db, _ = connect(path, timeout=30)
@@ -144,7 +145,7 @@ def recover_sqlite(
         if error is None:
             if checked.exists() and checked.read_text() == _signature(path):
                 return False
-            problem = _quick_check(path)
+            problem = quick_check(path)
         else:
             problem = str(error)
         if problem is None:
