@@ -257,6 +257,7 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     # below the instance file and HOSTCORE_PUBLIC_URL.
     defaults = {"PUBLIC_URL": derived} if derived else None
     host = build_host(instance, start=False, defaults=defaults)  # fail fast, in the foreground, on a bad config
+    host.check_shared()  # and on a Redis that would lose accounts and tokens
     public_url = host.config["PUBLIC_URL"].rstrip("/")
 
     class Server(BaseApplication):

@@ -173,7 +173,9 @@ class Host:
                 config["PUBLIC_URL"],
             )
         self.shared: SharedState = (
-            RedisShared(self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
+            RedisShared(
+                self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}", require_persistence=config["REDIS_REQUIRE_PERSISTENCE"]
+            )
             if self.redis is not None
             else SqliteShared(self.instance_path / "shared.sqlite")
         )
@@ -258,9 +260,9 @@ class Host:
     def start(self) -> None:
         """Check the shared state, then run every plugin's ``startup`` hook (config checks, catch-up).
 
-        Raises StartupError when the shared state must not be used. A damaged ``shared.sqlite`` is
-        logged, and the wiki starts: public namespaces are served while signing in and tokens say
-        what is wrong.
+        Raises StartupError for a Redis that would lose accounts and tokens at a restart (see
+        ``REDIS_REQUIRE_PERSISTENCE``). A damaged ``shared.sqlite`` is logged, and the wiki starts:
+        public namespaces are served while signing in and tokens say what is wrong.
         """
         finding = self.check_shared()
         if finding.problem:

@@ -5,8 +5,9 @@ Unlike the indexes, shared state is not derived from storage: accounts, tokens a
 exist nowhere else. So a damaged ``shared.sqlite`` is never set aside on its own: every call that
 meets the damage answers ``unavailable`` naming the file and the damage, the health check and
 ``hostcore check`` say so, and ``hostcore doctor`` salvages what SQLite can still read into a
-fresh file. ``hostcore backup`` and ``hostcore restore`` copy the records of either home to a file
-and back (:mod:`hostcore.host.backups`).
+fresh file. A Redis that would lose the records at a restart is refused at start-up
+(:meth:`RedisShared.check`) unless the operator accepts it. ``hostcore backup`` and ``hostcore
+restore`` copy the records of either home to a file and back (:mod:`hostcore.host.backups`).
 """
 
 from __future__ import annotations
@@ -253,6 +254,11 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _config(client: redis.Redis, name: str) -> str:
+    answer: dict[object, object] = client.config_get(name)  # type: ignore[assignment]
+    return _text(answer.get(name, answer.get(name.encode(), "")))
+
+
 def _glob(text: str) -> str:
     """``text`` as a Redis glob pattern matching only itself (a PUBLIC_URL may hold ``[``)."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
@@ -260,13 +266,18 @@ def _glob(text: str) -> str:
 
 class RedisShared(SharedState):
     """Records in Redis: ``<prefix>:<kind>:<key>`` holds the JSON (with Redis's own expiry), and
-    the set ``<prefix>:<kind>`` names the keys, for :meth:`scan`."""
+    the set ``<prefix>:<kind>`` names the keys, for :meth:`scan`.
+
+    ``require_persistence``: :meth:`check` refuses a Redis that keeps nothing on disk (or will not
+    say), since accounts, tokens and grants live only here.
+    """
 
     name = "redis"
 
-    def __init__(self, client: redis.Redis, prefix: str = "hostcore") -> None:
+    def __init__(self, client: redis.Redis, prefix: str = "hostcore", require_persistence: bool = True) -> None:
         self.client = client
         self.prefix = prefix
+        self.require_persistence = require_persistence
 
     def _key(self, kind: str, key: str) -> str:
         check_kind_key(kind, key)
@@ -376,3 +387,33 @@ class RedisShared(SharedState):
 
         self._run(run)
         return len(live)
+
+    def check(self) -> Finding:
+        """Whether Redis keeps its data at a restart, as ``CONFIG GET appendonly`` and ``save`` say."""
+        import redis
+
+        lost = "a Redis restarted without its data loses every account, token, OAuth client and grant (kept only there)"
+        try:
+            aof, save = _config(self.client, "appendonly"), _config(self.client, "save")
+        except redis.ResponseError as exc:  # CONFIG renamed away or denied by an ACL, as managed Redis services do
+            found = f"Redis (REDIS_URL) refuses CONFIG GET ({exc}), so whether it keeps its data at a restart is unknown"
+            fix = ("if it does (a managed Redis with persistence), set REDIS_REQUIRE_PERSISTENCE = false to say so; "
+                   "else give it persistence (appendonly yes)")  # fmt: skip
+        except redis.RedisError as exc:
+            return Finding(
+                f"shared state: Redis (REDIS_URL) cannot be reached ({type(exc).__name__})",
+                problem=f"the shared state store (REDIS_URL) cannot be reached ({exc}); start Redis or check REDIS_URL",
+            )
+        else:
+            if aof == "yes":
+                return Finding(f"shared state: Redis (REDIS_URL) keeps its data (appendonly yes, save {save!r})")
+            if save:
+                return Finding(
+                    f"shared state: Redis (REDIS_URL) keeps snapshots (save {save!r}) but no append-only file: a restart "
+                    "loses what changed since the last snapshot (appendonly yes loses at most a second)"
+                )
+            found = "Redis (REDIS_URL) keeps nothing on disk (appendonly no, save '')"
+            fix = "give it persistence (appendonly yes), or set REDIS_REQUIRE_PERSISTENCE = false to accept the loss"
+        if not self.require_persistence:
+            return Finding(f"shared state: {found}; accepted (REDIS_REQUIRE_PERSISTENCE = false): {lost}")
+        return Finding(f"shared state: {found}", problem=f"{found}: {lost}. {fix[0].upper()}{fix[1:]}", refuse=True)
