@@ -14,6 +14,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from hostcore.errors import StartupError
 from hostcore.host.config import Config, not_an_instance, read_config
+from hostcore.host.files import make_private, private_umask
 from hostcore.host.host import Host, backend_problems, register_backends
 from hostcore.host.logs import configure_logging
 from hostcore.host.plugins import load_plugins
@@ -56,17 +57,23 @@ def build_host(
     *,
     start: bool = True,
     defaults: Mapping[str, Any] | None = None,
+    private: bool = True,
 ) -> Host:
     """Config, plugin manager and Host for ``instance``, started unless ``start`` is False.
     ``defaults`` replace built-in defaults; the instance file and the environment still win.
-    Raises StartupError (a ConfigError) naming every problem.
+    Raises StartupError (a ConfigError) naming every problem. From here on this process makes its
+    files private to its user, and unless ``private`` is False (`hostcore check`, which only looks)
+    what is in the host's folders was made so (:mod:`hostcore.host.files`).
     """
+    private_umask()  # whatever the umask this process started with (wsgi.py, an embedding app)
     settings, pm, problems = inspect_instance(instance, config, plugins, defaults=defaults)
     if problems:
         raise StartupError("; ".join(problems), problems=problems)
     instance.mkdir(parents=True, exist_ok=True)  # not before: a mistyped --instance leaves no empty folder
     configure_logging(settings["LOG_LEVEL"], pm)
     host = Host(settings, instance, pm, Wiki)
+    if private:  # what an older version or another program left readable
+        make_private(host.folders)
     if start:
         host.start()
     return host
@@ -78,15 +85,17 @@ def create_app(
     instance_path: str | os.PathLike[str] | None = None,
     plugins: Iterable[Any] = (),
     defaults: Mapping[str, Any] | None = None,
+    private: bool = True,
 ) -> Flask:
     """Build the app from the instance folder's config, overridden by ``config`` (tests).
 
     ``plugins`` are extra plugin objects registered beside those named in ``PLUGINS``;
-    ``defaults`` replace built-in defaults (see :func:`build_host`).
+    ``defaults`` replace built-in defaults, and ``private`` False skips making the instance's
+    files private when the caller has just done it (see :func:`build_host`).
     Raises ConfigError/StartupError naming what to fix.
     """
     instance = instance_folder(instance_path)
-    host = build_host(instance, config, plugins, defaults=defaults)
+    host = build_host(instance, config, plugins, defaults=defaults, private=private)
     app = Flask("hostcore", instance_path=str(instance))
     app.config["MAX_CONTENT_LENGTH"] = host.config["MAX_REQUEST_BYTES"]
     app.extensions["hostcore"] = host
@@ -100,12 +109,14 @@ def create_app(
     return app
 
 
-def serving_app(instance_path: str | os.PathLike[str] | None = None, defaults: Mapping[str, Any] | None = None) -> Flask:
+def serving_app(
+    instance_path: str | os.PathLike[str] | None = None, defaults: Mapping[str, Any] | None = None, private: bool = True
+) -> Flask:
     """The app a server process serves (``hostcore serve``'s workers, ``wsgi.py``): :func:`create_app`,
     then the garbage collector tuned for serving: the heap made so far (modules, plugins, the host)
     frozen out of its full passes, which otherwise walk it again every few thousand allocations (a page render makes
     many): a 100 KB page's render p95 fell from 186 to 57 ms (``bench/web_render.py --no-freeze``)."""
-    app = create_app(instance_path=instance_path, defaults=defaults)
+    app = create_app(instance_path=instance_path, defaults=defaults, private=private)
     gc.freeze()
     # A request allocates a few thousand containers (JSON, the SDK's models) that die with it:
     # Python's default of a young collection every 700 survivors ran several per request. At

@@ -23,7 +23,7 @@ from tests.conftest import BASE_CONFIG, principal
 
 @pytest.fixture
 def redis() -> Iterator[RedisServer]:
-    with redis_server() as server:
+    with redis_server(persistent=False) as server:  # a restart empties it
         yield server
 
 

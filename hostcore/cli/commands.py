@@ -18,9 +18,11 @@ import click
 
 from hostcore.app import build_host, inspect_instance, instance_folder, serving_app
 from hostcore.cli.migration import export_command, import_command
+from hostcore.cli.state import backup_command, doctor_command, restore_command
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
 from hostcore.host.config import CONFIG_FILE, load_config, not_an_instance
+from hostcore.host.files import exposed, listing, private_umask
 from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
 
@@ -145,6 +147,7 @@ class HostcoreGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """hostcore: a wiki that people and AI assistants share."""
+    private_umask()  # before `init` makes the instance folder and its config
     ctx.call_on_close(ctx.ensure_object(CliContext).close)
 
 
@@ -254,6 +257,7 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     # below the instance file and HOSTCORE_PUBLIC_URL.
     defaults = {"PUBLIC_URL": derived} if derived else None
     host = build_host(instance, start=False, defaults=defaults)  # fail fast, in the foreground, on a bad config
+    host.check_shared()  # and on a Redis that would lose accounts and tokens
     public_url = host.config["PUBLIC_URL"].rstrip("/")
 
     class Server(BaseApplication):
@@ -266,8 +270,8 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
             for key, value in settings.items():
                 self.cfg.set(key, value)
 
-        def load(self) -> Any:
-            return serving_app(instance_path=instance, defaults=defaults)
+        def load(self) -> Any:  # the instance was made private above, before the fork
+            return serving_app(instance_path=instance, defaults=defaults, private=False)
 
     os.environ["HOSTCORE_INSTANCE"] = str(instance)
     click.echo(f"hostcore serving {instance} on {bind} (MCP endpoint: {public_url}/_/mcp)", err=True)
@@ -277,16 +281,35 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     Server().run()
 
 
+def host_problems(host: Host) -> list[str]:
+    """What `check` finds wrong with a host that starts: files other users may read, the shared
+    state (damaged, or in a Redis that would lose it). Says what it found of the shared state."""
+    finding = host.shared.check()
+    click.echo(finding.found)
+    problems = [finding.problem] if finding.problem else []
+    found = exposed(host.folders)
+    if found:
+        problems.append(
+            f"{len(found)} files or folders other users may read or enter: {listing(found)}; any command that "
+            f"starts the wiki (`hostcore serve`) makes them private to their user, or run `chmod -R go= {host.instance_path}`"
+        )
+    return problems
+
+
 @main.command()
 @instance_option
 @click.pass_obj
 def check(obj: CliContext) -> None:
-    """Validate the instance's config and plugins; name every problem."""
+    """Validate the instance's config, plugins, files and shared state; name every problem."""
     problems: list[str] = []
     try:
         problems += inspect_instance(obj.instance)[2]
         if not problems:
-            build_host(obj.instance, start=False).close()  # the backends open their folders
+            host = build_host(obj.instance, start=False, private=False)  # the backends open their folders
+            try:
+                problems += host_problems(host)
+            finally:
+                host.close()
     except HostcoreError as exc:
         problems += exc.data.get("problems", [str(exc)])
     for problem in problems:
@@ -375,7 +398,7 @@ def status(obj: CliContext) -> None:
         host.close()
 
 
-for _command in (export_command, import_command):
+for _command in (export_command, import_command, backup_command, restore_command, doctor_command):
     _add_instance_option(_command)
     main.add_command(_command)
 

@@ -62,6 +62,10 @@ SETTINGS: dict[str, Setting] = {
     "REDIS_URL": Setting(
         str, "", "Redis holding what workers and hosts share (rate limit counters); empty: each worker's memory"
     ),
+    "REDIS_REQUIRE_PERSISTENCE": Setting(
+        bool, True, "refuse to start on a Redis that keeps nothing on disk (or will not say): accounts and tokens "
+        "live only there; false accepts losing them when Redis restarts"
+    ),
 }
 DEFAULTS: dict[str, Any] = {key: setting.default for key, setting in SETTINGS.items()}
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")

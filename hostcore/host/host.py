@@ -29,7 +29,7 @@ from hostcore.seams.extract import Extractor
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.settings import Setting, settings_problems
-from hostcore.seams.shared import SharedState
+from hostcore.seams.shared import Finding, SharedState
 from hostcore.seams.storage import Storage, disk_full
 from hostcore.seams.tool import Tool
 
@@ -173,7 +173,9 @@ class Host:
                 config["PUBLIC_URL"],
             )
         self.shared: SharedState = (
-            RedisShared(self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
+            RedisShared(
+                self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}", require_persistence=config["REDIS_REQUIRE_PERSISTENCE"]
+            )
             if self.redis is not None
             else SqliteShared(self.instance_path / "shared.sqlite")
         )
@@ -226,12 +228,17 @@ class Host:
         settings = self.plugin_config(cls.name)
         return cls(self.instance_path / settings.pop("path", folder), settings)
 
+    @property
+    def folders(self) -> list[Path]:
+        """The folders holding the wiki's files: the instance folder, and the storage's and the
+        search index's (inside it unless their ``path`` puts them elsewhere)."""
+        return [self.instance_path, self.storage.root] + ([self.search.root] if self.search is not None else [])
+
     def disk_full(self) -> bool:
-        """True when a disk holding the wiki's files (instance folder, storage, search index) has
-        less than ``MIN_FREE_BYTES`` free: room kept so a change's index and history updates never
-        fail after the change itself landed."""
-        folders = [self.instance_path, self.storage.root] + ([self.search.root] if self.search is not None else [])
-        return any(disk_full(folder, self.config["MIN_FREE_BYTES"]) for folder in folders)
+        """True when a disk holding the wiki's files (:attr:`folders`) has less than
+        ``MIN_FREE_BYTES`` free: room kept so a change's index and history updates never fail
+        after the change itself landed."""
+        return any(disk_full(folder, self.config["MIN_FREE_BYTES"]) for folder in self.folders)
 
     def require_space(self) -> None:
         """Raise DiskFull (nothing is written) when :meth:`disk_full`."""
@@ -251,8 +258,23 @@ class Host:
         return self.limiter.wait(kind, principal.name) if principal.rate_limited else 0
 
     def start(self) -> None:
-        """Run every plugin's ``startup`` hook (config checks, catch-up)."""
+        """Check the shared state, then run every plugin's ``startup`` hook (config checks, catch-up).
+
+        Raises StartupError for a Redis that would lose accounts and tokens at a restart (see
+        ``REDIS_REQUIRE_PERSISTENCE``). A damaged ``shared.sqlite`` is logged, and the wiki starts:
+        public namespaces are served while signing in and tokens say what is wrong.
+        """
+        finding = self.check_shared()
+        if finding.problem:
+            log.error("%s", finding.problem)
         self.pm.hook.startup(host=self)
+
+    def check_shared(self) -> Finding:
+        """What :meth:`SharedState.check` finds; raises StartupError when the wiki must not start on it."""
+        finding = self.shared.check()
+        if finding.refuse:
+            raise StartupError(f"{where(self.config, 'REDIS_URL')}: {finding.problem}")
+        return finding
 
     def wiki(self, principal: Principal) -> Wiki:
         """The service layer bound to ``principal`` (``hostcore.SYSTEM`` for a CLI command or a job)."""

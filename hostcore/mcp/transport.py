@@ -182,9 +182,18 @@ def liveness() -> Response:
     """200 while this process serves requests: it answers without a token, whatever the Host,
     and touches neither storage nor shared state (so a load balancer's probes cost nothing and an
     S3 or Redis outage, which every host shares, does not take every host out of rotation). A
-    storage or shared-state outage shows in the requests themselves (503 ``unavailable``)."""
+    storage or shared-state outage shows in the requests themselves (503 ``unavailable``).
+
+    503 ``damaged`` when this machine's ``shared.sqlite`` was found damaged (at start-up or by a
+    request since; one look at a marker file): nobody can sign in or use a token here until it is
+    repaired, though public pages are still served."""
     host = host_of()
-    response = jsonify({"status": "ok", "storage": host.config["STORAGE"], "shared": host.shared.name})
+    body: dict[str, Any] = {"status": "ok", "storage": host.config["STORAGE"], "shared": host.shared.name}
+    problem = host.shared.damage()
+    if problem is not None:
+        body.update(status="damaged", problems=[problem])
+    response = jsonify(body)
+    response.status_code = 200 if problem is None else 503
     response.headers["Cache-Control"] = "no-store"
     return response
 

@@ -53,10 +53,11 @@ def file_id(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def set_aside(path: Path, what: str, problem: str) -> Path:
+def set_aside(path: Path, what: str, problem: str, then: str = "rebuilding it from storage") -> Path:
     """Rename the damaged file or folder ``path`` (and a SQLite file's -wal and -shm) out of the way.
 
-    Returns the new name, ``NAME.damaged-YYYYmmddTHHMMSS``; logs a warning naming both.
+    Returns the new name, ``NAME.damaged-YYYYmmddTHHMMSS``; logs a warning naming both and
+    ``then``, what happens next.
     """
     path = Path(path)
     target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
@@ -70,7 +71,7 @@ def set_aside(path: Path, what: str, problem: str) -> Path:
             break
         if source.exists():
             os.replace(source, target.with_name(target.name + suffix))
-    log.warning("%s: %s is damaged (%s); set aside as %s, rebuilding it from storage", what, path, problem, target.name)
+    log.warning("%s: %s is damaged (%s); set aside as %s, %s", what, path, problem, target.name, then)
     return target
 
 
@@ -82,9 +83,13 @@ def connect(path: Path, **kwargs: Any) -> tuple[sqlite3.Connection, tuple[int, i
     file needs even to be read), and with no write-ahead log waiting, the file is opened as a
     read-only snapshot (``immutable``) instead, and the id returned is None: reads go on, writes
     fail (the host refuses them first, see :class:`~hostcore.errors.DiskFull`), and callers that
-    reopen when the id differs get a normal connection once there is space again.
+    reopen when the id differs get a normal connection once there is space again. A file made
+    here is private to its user (mode 0600), whatever the process's umask.
     """
     opened = file_id(path)
+    if opened is None:  # made here, not by SQLite (0644 less the umask); its -wal and -shm take its mode
+        with suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     db = sqlite3.connect(path, **kwargs)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -98,7 +103,7 @@ def connect(path: Path, **kwargs: Any) -> tuple[sqlite3.Connection, tuple[int, i
     return sqlite3.connect(f"file:{quote(str(path))}?immutable=1", uri=True, **kwargs), None
 
 
-def _quick_check(path: Path) -> str | None:
+def quick_check(path: Path) -> str | None:
     """What ``PRAGMA quick_check`` finds wrong with the SQLite file at ``path``; None when it is sound."""
     try:
         db, _ = connect(path, timeout=30)
@@ -140,7 +145,7 @@ def recover_sqlite(
         if error is None:
             if checked.exists() and checked.read_text() == _signature(path):
                 return False
-            problem = _quick_check(path)
+            problem = quick_check(path)
         else:
             problem = str(error)
         if problem is None:

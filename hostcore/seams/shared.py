@@ -13,9 +13,24 @@ record is gone for every operation. Keys are opaque strings: store a digest, nev
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 Record = dict[str, Any]
+Row = tuple[str, str, Record, "float | None"]
+"""One record as :meth:`SharedState.records` gives it: kind, key, value, when it expires (a Unix
+time) or None."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What :meth:`SharedState.check` found: a sentence for ``hostcore check``; the problem, with
+    its fix, or None; whether the wiki must not start on it."""
+
+    found: str
+    problem: str | None = None
+    refuse: bool = False
 
 
 class SharedState(ABC):
@@ -49,6 +64,26 @@ class SharedState(ABC):
     @abstractmethod
     def scan(self, kind: str) -> list[tuple[str, Record]]:
         """Every live record of ``kind`` as ``(key, value)``, ordered by key."""
+
+    @abstractmethod
+    def records(self) -> list[Row]:
+        """Every live record, for a backup (see ``hostcore backup``)."""
+
+    @abstractmethod
+    def load(self, rows: Iterable[Row]) -> int:
+        """Write ``rows`` (from :meth:`records`, of this store or another) in one step, each
+        replacing the record of its kind and key; those expired are skipped. Returns how many were
+        written. Records not in ``rows`` are kept."""
+
+    def check(self) -> Finding:
+        """Look at the store as start-up and ``hostcore check`` do: whether its records are safe
+        (a damaged file, a store that would lose them at a restart)."""
+        return Finding(f"shared state: {self.name}")
+
+    def damage(self) -> str | None:
+        """The damage found in the store (by any process, at start-up or since), in a sentence
+        naming it and what does not work; None when none. Cheap enough for every health check."""
+        return None
 
     def close(self) -> None:
         """Release connections."""

@@ -1,9 +1,10 @@
-"""A real Redis for tests: Debian's ``redis-server`` on a free loopback port, keeping nothing on disk.
+"""A real Redis for tests: Debian's ``redis-server`` on a free loopback port, keeping its data in a
+temporary folder (append-only file), as a production Redis should, or nothing (``persistent=False``).
 
     with redis_server() as srv:          # srv.url: redis://127.0.0.1:PORT/0
         ...
         srv.stop()                       # Redis down mid-run
-        srv.start()                      # back on the same port, empty
+        srv.start()                      # back on the same port, with its data (empty if not persistent)
 
 ``make test`` installs ``redis-server`` (as root) or names the package to install.
 """
@@ -25,23 +26,25 @@ STARTUP_TIMEOUT = 10.0
 
 
 class RedisServer:
-    """One ``redis-server --bind 127.0.0.1 --save '' --appendonly no`` on ``port`` (free if 0)."""
+    """One ``redis-server --bind 127.0.0.1 --save '' --appendonly yes`` on ``port`` (free if 0);
+    ``--appendonly no`` unless ``persistent``: a restart then loses everything."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, persistent: bool = True) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed; install Debian's redis-server package (apt-get install redis-server)")
         self.binary = binary
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.appendonly = "yes" if persistent else "no"
         self.proc: subprocess.Popen[bytes] | None = None
         self._dir = tempfile.TemporaryDirectory(prefix="hostcore-redis-")
         self.log = str(Path(self._dir.name) / "redis.log")
 
     def start(self) -> None:
-        """Start it (empty) and wait until it answers PING."""
+        """Start it (with the data it kept, if persistent) and wait until it answers PING."""
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", self.appendonly,
              "--dir", self._dir.name, "--logfile", self.log],
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
@@ -80,9 +83,9 @@ class RedisServer:
 
 
 @contextmanager
-def redis_server() -> Iterator[RedisServer]:
+def redis_server(persistent: bool = True) -> Iterator[RedisServer]:
     """A started :class:`RedisServer`, stopped and cleaned up afterwards."""
-    server = RedisServer()
+    server = RedisServer(persistent=persistent)
     try:
         server.start()
         yield server

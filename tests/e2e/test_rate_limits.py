@@ -179,7 +179,7 @@ async def test_redis_stopped_mid_run_refuses_token_requests_until_it_is_back(lim
         assert conn.getresponse().status == 200  # the liveness check does not depend on Redis
         conn.close()
     finally:
-        limited.redis.start()  # back on the same port, empty
+        limited.redis.start()  # back on the same port
     time.sleep(RETRY_SECONDS + 0.5)  # each worker tries Redis again after RETRY_SECONDS
     answers = burst(limited, limited.token("after-outage"), REQUESTS + 2)
     assert statuses(answers) == [200] * REQUESTS + [429] * 2, "shared again: one counter over both workers"

@@ -2,8 +2,6 @@
 docs/operators.md ("Moving a wiki between backends") tells an operator to: every page and
 attachment byte-identical, tags, titles, namespace settings and the history with it."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -18,7 +16,6 @@ from hostcore.testing.s3 import S3Server, prefix_for
 
 pytestmark = pytest.mark.anyio
 
-COPY_TOKENS = "import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))"
 
 GIT = 'PLUGINS = ["git", "tokens", "sqlite"]\nSTORAGE = "git"\nSEARCH = "sqlite"\n'
 
@@ -90,7 +87,8 @@ async def test_git_to_s3_to_git_keeps_every_byte_and_the_history(s3_server: S3Se
     imported = cli(on_s3, "import", str(tmp_path / "wiki-export"))
     assert "history: kept: every change replayed with its author, email, time, message and moves" in imported.stdout
     # the tokens, copied while the old wiki may still be using them, as docs/operators.md does it
-    subprocess.run([sys.executable, "-c", COPY_TOKENS, str(source / "shared.sqlite"), str(on_s3 / "shared.sqlite")], check=True)
+    cli(source, "backup", str(tmp_path / "shared-backup.sqlite"))
+    cli(on_s3, "restore", str(tmp_path / "shared-backup.sqlite"))
     assert await search_through_mcp(on_s3, token, "roadmap") == ["team/the-roadmap"]
     assert look(on_s3) == before  # files, titles, tags, namespaces, every change, each page's history
 

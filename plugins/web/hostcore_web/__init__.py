@@ -7,15 +7,34 @@ the caller (see :mod:`hostcore_web.access`), so the access rules are the MCP too
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import click
 from jinja2 import FileSystemBytecodeCache
+from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from hostcore import hookimpl
 
 from . import account, views  # noqa: F401  (account adds its routes to the blueprint)
+
+log = logging.getLogger(__name__)
+
+
+class TemplateCache(FileSystemBytecodeCache):
+    """Compiled templates kept in the instance folder. Only a cache: one that cannot be written (a
+    full disk) is skipped and said once in the log, and the page is served all the same."""
+
+    _warned = False
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError as exc:
+            if not self._warned:
+                self._warned = True
+                log.warning("compiled templates not kept in %s (%s); pages are served all the same", self.directory, exc)
 
 
 @hookimpl
@@ -25,7 +44,7 @@ def register_routes(app: Any, host: Any) -> None:
     if app.jinja_env.bytecode_cache is None:  # compiled templates kept: a restarted worker's first page is not slower
         folder = host.instance_path / "web-templates"
         folder.mkdir(parents=True, exist_ok=True)
-        app.jinja_env.bytecode_cache = FileSystemBytecodeCache(str(folder))
+        app.jinja_env.bytecode_cache = TemplateCache(str(folder))
 
 
 @hookimpl

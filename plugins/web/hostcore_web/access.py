@@ -14,7 +14,7 @@ from typing import Any
 from flask import abort, current_app
 
 import hostcore
-from hostcore import SYSTEM, Principal
+from hostcore import SYSTEM, Principal, Unavailable
 
 ANONYMOUS = "anonymous"
 
@@ -33,8 +33,13 @@ def public_namespaces() -> frozenset[str]:
 
 
 def viewer() -> Principal | None:
-    """The person calling, or None for a visitor who is not signed in."""
-    return hostcore.person(host())
+    """The person calling, or None for a visitor who is not signed in. When who they are cannot be
+    told (the shared state is damaged or cannot be reached), they read as a visitor: public pages
+    are still served, and signing in says what is wrong."""
+    try:
+        return hostcore.person(host())
+    except Unavailable:
+        return None
 
 
 def reader(person: Principal | None) -> Principal:
