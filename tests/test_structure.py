@@ -115,6 +115,29 @@ def test_health_dangling_orphans_stale(git_host):
     assert limited.health()["orphans"] == ["team/b"] and "team/b" not in report["orphans"]
 
 
+def test_health_of_one_namespace_keeps_its_links_into_other_namespaces(git_host):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/linker", body="[[team/target]] [[notes/gone]] [[secret/guess]]")
+    wiki.save_page("notes/holder", body="![scan](/_/files/team/target/scan.png)")
+    wiki.save_page("team/other", body="[[notes/nowhere]]")
+    everything = wiki.health()["missing"]
+    assert {"from": "notes/linker", "to": "team/target"} in everything
+    assert wiki.health("notes")["missing"] == [
+        {"from": "notes/linker", "to": "notes/gone"},
+        {"from": "notes/linker", "to": "secret/guess"},
+        {"from": "notes/linker", "to": "team/target"},
+    ]
+    assert wiki.health("notes")["missing_attachments"] == [{"from": "notes/holder", "to": "/_/files/team/target/scan.png"}]
+    assert wiki.health("team")["missing"] == [{"from": "team/other", "to": "notes/nowhere"}]
+    # A caller limited to notes and team: links into namespaces it cannot read stay out of every report.
+    both = git_host.wiki(principal("read", namespaces=["notes", "team"]))
+    assert [m["to"] for m in both.health("notes")["missing"]] == ["notes/gone", "team/target"]
+    assert both.health("notes")["counts"]["missing"] == 2
+    only_notes = git_host.wiki(principal("read", namespaces=["notes"]))
+    assert [m["to"] for m in only_notes.health("notes")["missing"]] == ["notes/gone"]
+    assert only_notes.health("notes")["missing_attachments"] == []
+
+
 def test_recent_changes_drops_commits_outside_access(git_host):
     wiki = git_host.wiki(SYSTEM)
     wiki.save_page("notes/a", body="a")

@@ -225,14 +225,15 @@ class LinksMixin(PagesMixin):
         names = scope if scope is not None else self._namespace_names()
         catch_up(self.host)
         graph = self.host.links
-        missing, missing_total = graph.dangling(scope, HEALTH_LIST_LIMIT)
+        # A filter picks the linking pages; where they point may be any namespace the caller reads.
+        missing, missing_total = graph.dangling(scope, self.principal.namespaces, HEALTH_LIST_LIMIT)
         orphans, orphans_total = graph.orphans(
             scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT, visible=self.principal.namespaces
         )
         stale, stale_total = graph.stale(scope, time.time() - STALE_DAYS * 86400, HEALTH_LIST_LIMIT)
         broken = [
             DanglingLink({"from": source, "to": attachment_url(owner, name)})
-            for source, owner, name in graph.attachment_links(scope)
+            for source, owner, name in graph.attachment_links(scope, self.principal.namespaces)
             if not self.storage.exists(attachment_path(owner, name))
         ]
         result: Health = {

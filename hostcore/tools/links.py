@@ -74,7 +74,8 @@ def health(
 ) -> Health:
     """Report dangling [[wiki-links]] whose target page is missing, orphan pages with no incoming links, and stale pages with no change in 180 days.
 
-    Arguments: namespace (optional). Returns missing (links {from, to}), missing_attachments
+    Arguments: namespace (optional: the report covers the pages in it, and their links into any
+    namespace you can read). Returns missing (links {from, to}), missing_attachments
     (Markdown links and images {from, to} whose attachment URL, /_/files/namespace/page/filename,
     names no stored file), orphans (slugs; namespace index pages are never orphans), stale ({slug,
     changed}), counts of each (lists stop at 500), and
