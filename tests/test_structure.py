@@ -153,6 +153,41 @@ def test_recent_changes_drops_commits_outside_access(git_host):
     assert [c["id"] for c in everyone] == log.split()
 
 
+def push(host, tmp_path, files, message):
+    """Commit ``files`` (path -> text) in a clone with the git command and push them into the wiki's repository."""
+    clone = tmp_path / f"clone-{time.monotonic_ns()}"
+    subprocess.run(["git", "clone", "-q", str(host.storage.root), str(clone)], check=True)
+    for path, text in files.items():
+        (clone / path).parent.mkdir(parents=True, exist_ok=True)
+        (clone / path).write_text(text)
+    outside = ["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x"]
+    subprocess.run([*outside, "add", "-A"], check=True)
+    subprocess.run([*outside, "commit", "-qm", message], check=True)
+    subprocess.run([*outside, "push", "-q", "origin", "HEAD:main"], check=True)
+
+
+def test_hidden_files_in_a_push_never_hide_the_page_beside_them(git_host, tmp_path):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/plan", body="v1")
+    push(git_host, tmp_path, {"notes/plan.md": "v2", ".wiki.yaml": "x: 1\n", "_secret.md": "s", "notes/_draft.md": "d"}, "plan and config")
+    notes_reader = git_host.wiki(principal("read", namespaces=["notes"]))
+    for reader in (wiki, notes_reader):
+        newest = reader.recent_changes(limit=1)["commits"][0]
+        assert newest["message"] == "plan and config"
+        assert newest["files"] == ["notes/plan.md"] and newest["file_count"] == 1
+        assert reader.page_history("notes/plan")["commits"][0]["message"] == "plan and config"
+    # Hidden files alone are no change anyone sees; a hidden file in another namespace still is that namespace's.
+    push(git_host, tmp_path, {".wiki.yaml": "x: 2\n", "_secret.md": "t"}, "config only")
+    push(git_host, tmp_path, {"notes/plan.md": "v3", "team/_draft.md": "d"}, "plan and a team draft")
+    assert [c["message"] for c in wiki.recent_changes(limit=2)["commits"]] == ["plan and a team draft", "plan and config"]
+    assert notes_reader.recent_changes(limit=1)["commits"][0]["message"] == "plan and config"
+    assert [c["message"] for c in notes_reader.page_history("notes/plan")["commits"]] == ["plan and config", "save_page: notes/plan"]
+    # A visible file at the top belongs to no namespace: seen only by callers limited to none.
+    push(git_host, tmp_path, {"README.md": "r", "notes/plan.md": "v4"}, "readme")
+    assert wiki.recent_changes(limit=1)["commits"][0]["files"] == ["README.md", "notes/plan.md"]
+    assert notes_reader.recent_changes(limit=1)["commits"][0]["message"] == "plan and config"
+
+
 def test_history_read_at_and_restore(git_host):
     wiki = git_host.wiki(principal("write"))
     h1 = wiki.save_page("notes/p", body="v1")["hash"]

@@ -14,7 +14,7 @@ from itertools import islice
 from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import files_folder
-from hostcore.domain.pages import Page, namespace_of, page_path, section, window
+from hostcore.domain.pages import Page, hidden_path, namespace_of, page_path, section, window
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Operation, Put, Revision, blob_hash
 from hostcore.service.base import WikiBase
@@ -56,13 +56,16 @@ class Restored(TypedDict):
 
 
 def revision_dict(rev: Revision) -> Commit:
+    """The commit as tools show it: hidden files (``.wiki.yaml``, ``notes/_draft.md``) left out of
+    ``files`` and ``file_count``."""
+    shown = [path for path in rev.paths if not hidden_path(path)]
     return {
         "id": rev.id,
         "author": rev.author,
         "time": rev.time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "message": rev.message,
-        "files": list(rev.paths[:MAX_FILES]),
-        "file_count": rev.path_count,
+        "files": shown[:MAX_FILES],
+        "file_count": rev.path_count - (len(rev.paths) - len(shown)),
     }
 
 
@@ -70,8 +73,12 @@ class HistoryMixin(WikiBase):
     """recent_changes, page_history, read_page_at and restore_page; mixed into Wiki."""
 
     def _visible(self, rev: Revision) -> bool:
-        """Whether every folder the commit touched is a namespace the caller may read."""
-        return rev.path_count > 0 and all(folder and self.principal.can_access(folder) for folder in rev.folders)
+        """Whether the commit changed a file the caller may see and every namespace it touched is
+        one the caller may read. Hidden files count against no namespace (a ``.wiki.yaml`` beside
+        a page hides nothing) and are never shown; a file at the top, outside every namespace,
+        only to a caller limited to none."""
+        shown = any(not hidden_path(path) for path in rev.paths) or rev.path_count > len(rev.paths)
+        return shown and bool(rev.folders) and all(self.principal.can_access(folder) for folder in rev.folders)
 
     def recent_changes(self, limit: int = 20) -> Commits:
         """Newest first; a commit touching anything outside the caller's access is left out whole."""
