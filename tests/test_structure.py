@@ -97,6 +97,41 @@ def test_rename_rewrites_links_each_in_its_own_commit(git_host):
     assert err.value.field == "title"
 
 
+def test_rename_never_tells_readers_of_another_namespace_about_a_private_page(git_host, tmp_path):
+    admin = git_host.wiki(SYSTEM)
+    admin.save_namespace("secret", title="Secret")
+    admin.save_namespace("pub", title="Public", public=True)
+    h = admin.save_page("secret/plans", body="the plans")["hash"]
+    admin.save_page("secret/index", body="[[secret/plans]]")
+    member = git_host.wiki(principal("write", namespaces=["team"]))
+    planted = "[[secret/plans]] [[secret/guess]] [[pub/news]]"
+    member.save_page("team/home", body=planted)
+    pub = admin.save_page("pub/news", body="news")["hash"]
+
+    renamed = admin.rename_page("secret/plans", "Merger With Acme", h)
+    assert renamed["slug"] == "secret/merger-with-acme" and renamed["rewritten"] == ["secret/index"]
+    assert [f["slug"] for f in renamed["failed_links"]] == ["team/home"]
+    assert "private namespace 'secret'" in renamed["failed_links"][0]["reason"]
+    assert admin.read_page("secret/index")["body"] == "[[secret/merger-with-acme]]"
+    # The member's page is as written, so the existing page and the guess look alike to them.
+    assert member.read_page("team/home")["body"] == planted
+    seen = repr(member.recent_changes(limit=50)) + repr(member.page_history("team/home"))
+    assert "merger" not in seen
+    assert "merger" not in repr(member.health("team"))
+    # A public page's new slug is no secret: links to it are rewritten everywhere.
+    news = admin.rename_page("pub/news", "Latest News", pub)
+    assert news["rewritten"] == ["team/home"] and news["failed_links"] == []
+    assert member.read_page("team/home")["body"] == "[[secret/plans]] [[secret/guess]] [[pub/latest-news]]"
+    assert member.recent_changes(limit=1)["commits"][0]["message"].startswith(
+        "rename_page: links in team/home: pub/news -> pub/latest-news"
+    )
+    # Whatever a message says (a push from outside), a slug of a namespace the reader cannot read is not shown.
+    push(git_host, tmp_path, {"team/home.md": "moved to [[secret/merger-with-acme]]"}, "team/home: point at secret/merger-with-acme")
+    told = member.page_history("team/home")["commits"][0]["message"]
+    assert told == "team/home: point at …"
+    assert admin.page_history("team/home")["commits"][0]["message"] == "team/home: point at secret/merger-with-acme"
+
+
 def test_health_dangling_orphans_stale(git_host):
     wiki = git_host.wiki(SYSTEM)
     wiki.save_page("notes/index", body="[[notes/a]]")
