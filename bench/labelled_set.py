@@ -1,8 +1,9 @@
 """A small labelled set for retrieval quality: documents on distinct subjects, each with a
 paraphrase query that shares no word of four letters or more with it, a keyword query (a word
 the document uses) and a reference code (``code(i)``, written at the document's end) to look it
-up by, as people look up an invoice or a part number. ``check()`` holds the paraphrases to
-that rule.
+up by, as people look up an invoice or a part number; and queries on subjects no document is
+about, whose words no document holds (``UNRELATED``: a search should find nothing for them).
+``check()`` holds the paraphrases and the unrelated queries to those rules.
 """
 
 from __future__ import annotations
@@ -175,6 +176,13 @@ DISTRACTORS: list[tuple[str, str]] = [
     ("colours", "Traffic lights use three colours, and the sequence differs in some countries."),
     ("waste", "Factories must report the chemical waste they produce each year to the regulator."),
 ]
+# Queries on subjects none of the documents above is about, sharing no word with any of them.
+UNRELATED: list[str] = [
+    "xylophone", "volcano", "quantum physics", "knitting a scarf", "submarine", "origami cranes",
+    "glaciers", "chess openings", "dinosaur fossils", "pottery glaze", "beekeeping", "lighthouse keeper",
+    "zeppelin", "tattoo removal", "skateboard tricks", "archaeology excavation", "magnetic levitation",
+    "embroidery", "cathedral architecture", "kangaroo", "sushi", "diamond", "robotics", "typewriter",
+]  # fmt: skip
 _STOP = frozenset("the and for with that this from what when your into have does about".split())
 
 
@@ -192,7 +200,13 @@ def words(text: str) -> set[str]:
 
 
 def check() -> None:
-    """Raise if a paraphrase shares a word (four letters or more) with its document, or a keyword is absent."""
+    """Raise if a paraphrase shares a word (four letters or more) with its document, a keyword is
+    absent, or an unrelated query shares a word with any document."""
+    everything = " ".join([text for _, text, _, _ in SET] + [text for _, text in DISTRACTORS]).lower()
+    for query in UNRELATED:
+        held = [w for w in re.findall(r"[a-z]+", query.lower()) if len(w) >= 3 and re.search(rf"\b{w}", everything)]
+        if held:
+            raise SystemExit(f"labelled set: the unrelated query {query!r} has {held} in some document")
     for name, text, paraphrase, keyword in SET:
         shared = words(text) & words(paraphrase)
         if shared:

@@ -25,7 +25,7 @@ from hostcore.cli import main
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
-from hostcore.indexes.passages import CHUNK_CHARS, PassageIndex, excerpt, query_words, split_passages
+from hostcore.indexes.passages import CHUNK_CHARS, PassageIndex, excerpt, listed_documents, query_words, split_passages
 
 from .conftest import principal
 
@@ -141,15 +141,40 @@ def test_hook_register_embedders(tmp_path):
         create_app(EMBEDDED, instance_path=tmp_path / "d", plugins=[NotAnEmbedder()])
 
 
-def test_without_an_embedder_the_tools_are_not_listed(tmp_path):
-    host = make_host(tmp_path / "instance", EMBEDDER="")
+def test_without_an_embedder_attachments_are_found_by_keyword(tmp_path):
+    """No EMBEDDER: search_attachments stays, by keyword alone (on the fs storage, which has no
+    versions: what a search answers is checked against the files themselves)."""
+    host = make_host(tmp_path / "instance", EMBEDDER="", PLUGINS=["fs", "tokens", "sqlite", "docs"], STORAGE="fs")
     try:
-        assert host.passages is None
-        assert "search_attachments" not in host.tools and "similar_pages" not in host.tools
+        assert "search_attachments" in host.tools and "similar_pages" not in host.tools
+        admin, reader = host.wiki(SYSTEM), host.wiki(principal("read"))
+        admin.save_namespace("notes", title="Notes")
+        admin.save_page("notes/plan", body="The plan.")
+        admin.save_page("notes/other", body="Another page.")
+        upload(admin, "notes/plan", "report.txt", KITCHEN)
+        upload(admin, "notes/other", "memo.txt", TAX)
+        indexed(host)
+        found = reader.search_attachments("invoices")
+        assert [(h["slug"], h["filename"]) for h in found["hits"]] == [("notes/plan", "report.txt")]
+        assert "<mark>Invoices</mark>" in found["hits"][0]["excerpt"]
+        assert found["indexed"] == 2 and found["pending"] == 0  # attachments only: pages are the search backend's
+        assert reader.search_attachments("xylophone")["hits"] == []
+        assert reader.search_attachments("small cat hunting a rodent")["hits"] == []  # meaning needs an embedder
+        assert "/_/files/notes/plan/report.txt" in [r["id"] for r in reader.search("invoices")["results"]]
+        assert host.wiki(SYSTEM).health()["passages"]["embedder"] == ""
         with pytest.raises(Unavailable, match="EMBEDDER is empty"):
-            host.wiki(SYSTEM).search_attachments("x")
+            reader.similar_pages("notes/plan")
+        admin.delete_page("notes/plan")  # no page event wakes the thread without an embedder: the search checks storage
+        assert reader.search_attachments("invoices")["hits"] == []
+        assert reader.search("invoices")["results"] == []
     finally:
         host.close()
+    instance = tmp_path / "instance"
+    (instance / "hostcore.toml").write_text('PLUGINS = ["fs", "tokens", "sqlite", "docs"]\nSTORAGE = "fs"\nSEARCH = "sqlite"\n')
+    result = CliRunner().invoke(main, ["reindex", "--instance", str(instance)])
+    assert result.exit_code == 0 and "indexed the passages of 1 attachments" in result.stdout, result.output
+    result = CliRunner().invoke(main, ["status", "--instance", str(instance)])
+    assert "passages: keyword only (EMBEDDER is empty), 1 documents indexed (1 passages), 0 pending" in result.output
 
 
 def test_wordllama_embeds_offline_from_its_wheel():
@@ -215,11 +240,44 @@ def test_finds_a_passage_by_an_exact_word_and_by_a_paraphrase(docs):
     assert "<mark>Invoices</mark>" in hit["excerpt"]
     window = reader.read_attachment("notes/plan", "report.txt", offset=hit["offset"], limit=200)
     assert "Invoices must be paid" in window["body"]
-    found = reader.search_attachments("small cat hunting a rodent")  # no word in common with the passage
+    # No word in common with the passage (whose three subjects share its one vector, so the
+    # paraphrase must be close to clear the floor: "small cat hunting a rodent" is not, at 0.22).
+    found = reader.search_attachments("a cat hunting mice at home")
     assert found["hits"][0]["filename"] == "report.txt" and "kitten" in found["hits"][0]["excerpt"]
     assert found["indexed"] == 6 and found["pending"] == 0
     taxes = reader.search_attachments("when must taxes be filed")
     assert taxes["hits"][0]["filename"] == "memo.txt"
+
+
+def test_a_query_near_nothing_finds_nothing(docs):
+    """A word no document holds, on a subject none is about, finds nothing: by keyword it cannot,
+    and by meaning no passage clears the embedder's floor (an answer of everything with tiny
+    scores would leave no client able to tell a match from noise)."""
+    reader = docs.wiki(principal("read"))
+    for query in ("xylophone", "zeppelin", "origami cranes"):
+        assert reader.search_attachments(query)["hits"] == [], query
+        found = reader.search(query)
+        assert found["hits"] == [] and found["results"] == [], query
+    assert reader.search_attachments("kitten")["hits"][0]["filename"] == "report.txt"
+
+
+def test_a_deleted_page_or_attachment_is_never_found(doc_host, monkeypatch):
+    """Until the background thread drops them the index still holds a deleted document's passages:
+    a search leaves out what storage no longer holds."""
+    index = doc_host.passages
+    monkeypatch.setattr(index, "kick", lambda: None)  # the index stays as it was before the deletes
+    admin, reader = doc_host.wiki(SYSTEM), doc_host.wiki(principal("read"))
+    assert "report.txt" in [h["filename"] for h in reader.search_attachments("invoices")["hits"]]
+    assert "notes/cats" in [r["id"] for r in reader.search("resting feline grooming")["results"]]
+    admin.delete_page("notes/plan")  # and its attachment report.txt with it
+    admin.delete_page("notes/cats")
+    assert index.status()["pending"] == 3  # still indexed
+    assert "report.txt" not in [h["filename"] for h in reader.search_attachments("invoices kitten")["hits"]]
+    results = [r["id"] for r in reader.search("resting feline grooming")["results"]]
+    assert "notes/cats" not in results and "/_/files/notes/plan/report.txt" not in results
+    assert "notes/cats" not in [p["slug"] for p in reader.similar_pages("notes/kittens")["pages"]]
+    # What the index follows along the changes is what a listing of storage finds.
+    assert index.stored(doc_host.storage.version()) == listed_documents(doc_host, pages=True)
 
 
 def test_only_namespaces_the_caller_may_read(docs):
@@ -233,8 +291,8 @@ def test_only_namespaces_the_caller_may_read(docs):
 
 
 def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path):
-    host = make_host(tmp_path / "instance", EMBEDDER="")  # no background thread: the test takes the steps
-    index = PassageIndex(host, tmp_path / "instance" / "passages.sqlite", HashingEmbedder())
+    host = make_host(tmp_path / "instance", EMBEDDER="")  # no page is the host's to index: the test takes the steps
+    index = PassageIndex(host, tmp_path / "instance" / "stepped.sqlite", HashingEmbedder())
     try:
         index.prepare(start=False)
         admin = host.wiki(SYSTEM)

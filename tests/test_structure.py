@@ -97,6 +97,41 @@ def test_rename_rewrites_links_each_in_its_own_commit(git_host):
     assert err.value.field == "title"
 
 
+def test_rename_never_tells_readers_of_another_namespace_about_a_private_page(git_host, tmp_path):
+    admin = git_host.wiki(SYSTEM)
+    admin.save_namespace("secret", title="Secret")
+    admin.save_namespace("pub", title="Public", public=True)
+    h = admin.save_page("secret/plans", body="the plans")["hash"]
+    admin.save_page("secret/index", body="[[secret/plans]]")
+    member = git_host.wiki(principal("write", namespaces=["team"]))
+    planted = "[[secret/plans]] [[secret/guess]] [[pub/news]]"
+    member.save_page("team/home", body=planted)
+    pub = admin.save_page("pub/news", body="news")["hash"]
+
+    renamed = admin.rename_page("secret/plans", "Merger With Acme", h)
+    assert renamed["slug"] == "secret/merger-with-acme" and renamed["rewritten"] == ["secret/index"]
+    assert [f["slug"] for f in renamed["failed_links"]] == ["team/home"]
+    assert "private namespace 'secret'" in renamed["failed_links"][0]["reason"]
+    assert admin.read_page("secret/index")["body"] == "[[secret/merger-with-acme]]"
+    # The member's page is as written, so the existing page and the guess look alike to them.
+    assert member.read_page("team/home")["body"] == planted
+    seen = repr(member.recent_changes(limit=50)) + repr(member.page_history("team/home"))
+    assert "merger" not in seen
+    assert "merger" not in repr(member.health("team"))
+    # A public page's new slug is no secret: links to it are rewritten everywhere.
+    news = admin.rename_page("pub/news", "Latest News", pub)
+    assert news["rewritten"] == ["team/home"] and news["failed_links"] == []
+    assert member.read_page("team/home")["body"] == "[[secret/plans]] [[secret/guess]] [[pub/latest-news]]"
+    assert member.recent_changes(limit=1)["commits"][0]["message"].startswith(
+        "rename_page: links in team/home: pub/news -> pub/latest-news"
+    )
+    # Whatever a message says (a push from outside), a slug of a namespace the reader cannot read is not shown.
+    push(git_host, tmp_path, {"team/home.md": "moved to [[secret/merger-with-acme]]"}, "team/home: point at secret/merger-with-acme")
+    told = member.page_history("team/home")["commits"][0]["message"]
+    assert told == "team/home: point at …"
+    assert admin.page_history("team/home")["commits"][0]["message"] == "team/home: point at secret/merger-with-acme"
+
+
 def test_health_dangling_orphans_stale(git_host):
     wiki = git_host.wiki(SYSTEM)
     wiki.save_page("notes/index", body="[[notes/a]]")
@@ -115,6 +150,29 @@ def test_health_dangling_orphans_stale(git_host):
     assert limited.health()["orphans"] == ["team/b"] and "team/b" not in report["orphans"]
 
 
+def test_health_of_one_namespace_keeps_its_links_into_other_namespaces(git_host):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/linker", body="[[team/target]] [[notes/gone]] [[secret/guess]]")
+    wiki.save_page("notes/holder", body="![scan](/_/files/team/target/scan.png)")
+    wiki.save_page("team/other", body="[[notes/nowhere]]")
+    everything = wiki.health()["missing"]
+    assert {"from": "notes/linker", "to": "team/target"} in everything
+    assert wiki.health("notes")["missing"] == [
+        {"from": "notes/linker", "to": "notes/gone"},
+        {"from": "notes/linker", "to": "secret/guess"},
+        {"from": "notes/linker", "to": "team/target"},
+    ]
+    assert wiki.health("notes")["missing_attachments"] == [{"from": "notes/holder", "to": "/_/files/team/target/scan.png"}]
+    assert wiki.health("team")["missing"] == [{"from": "team/other", "to": "notes/nowhere"}]
+    # A caller limited to notes and team: links into namespaces it cannot read stay out of every report.
+    both = git_host.wiki(principal("read", namespaces=["notes", "team"]))
+    assert [m["to"] for m in both.health("notes")["missing"]] == ["notes/gone", "team/target"]
+    assert both.health("notes")["counts"]["missing"] == 2
+    only_notes = git_host.wiki(principal("read", namespaces=["notes"]))
+    assert [m["to"] for m in only_notes.health("notes")["missing"]] == ["notes/gone"]
+    assert only_notes.health("notes")["missing_attachments"] == []
+
+
 def test_recent_changes_drops_commits_outside_access(git_host):
     wiki = git_host.wiki(SYSTEM)
     wiki.save_page("notes/a", body="a")
@@ -128,6 +186,41 @@ def test_recent_changes_drops_commits_outside_access(git_host):
     assert [c["message"] for c in notes_only] == ["save_page: notes/a", "save_namespace: notes"]
     log = git(git_host, "log", "-3", "--format=%H")
     assert [c["id"] for c in everyone] == log.split()
+
+
+def push(host, tmp_path, files, message):
+    """Commit ``files`` (path -> text) in a clone with the git command and push them into the wiki's repository."""
+    clone = tmp_path / f"clone-{time.monotonic_ns()}"
+    subprocess.run(["git", "clone", "-q", str(host.storage.root), str(clone)], check=True)
+    for path, text in files.items():
+        (clone / path).parent.mkdir(parents=True, exist_ok=True)
+        (clone / path).write_text(text)
+    outside = ["git", "-C", str(clone), "-c", "user.name=o", "-c", "user.email=o@x"]
+    subprocess.run([*outside, "add", "-A"], check=True)
+    subprocess.run([*outside, "commit", "-qm", message], check=True)
+    subprocess.run([*outside, "push", "-q", "origin", "HEAD:main"], check=True)
+
+
+def test_hidden_files_in_a_push_never_hide_the_page_beside_them(git_host, tmp_path):
+    wiki = git_host.wiki(SYSTEM)
+    wiki.save_page("notes/plan", body="v1")
+    push(git_host, tmp_path, {"notes/plan.md": "v2", ".wiki.yaml": "x: 1\n", "_secret.md": "s", "notes/_draft.md": "d"}, "plan and config")
+    notes_reader = git_host.wiki(principal("read", namespaces=["notes"]))
+    for reader in (wiki, notes_reader):
+        newest = reader.recent_changes(limit=1)["commits"][0]
+        assert newest["message"] == "plan and config"
+        assert newest["files"] == ["notes/plan.md"] and newest["file_count"] == 1
+        assert reader.page_history("notes/plan")["commits"][0]["message"] == "plan and config"
+    # Hidden files alone are no change anyone sees; a hidden file in another namespace still is that namespace's.
+    push(git_host, tmp_path, {".wiki.yaml": "x: 2\n", "_secret.md": "t"}, "config only")
+    push(git_host, tmp_path, {"notes/plan.md": "v3", "team/_draft.md": "d"}, "plan and a team draft")
+    assert [c["message"] for c in wiki.recent_changes(limit=2)["commits"]] == ["plan and a team draft", "plan and config"]
+    assert notes_reader.recent_changes(limit=1)["commits"][0]["message"] == "plan and config"
+    assert [c["message"] for c in notes_reader.page_history("notes/plan")["commits"]] == ["plan and config", "save_page: notes/plan"]
+    # A visible file at the top belongs to no namespace: seen only by callers limited to none.
+    push(git_host, tmp_path, {"README.md": "r", "notes/plan.md": "v4"}, "readme")
+    assert wiki.recent_changes(limit=1)["commits"][0]["files"] == ["README.md", "notes/plan.md"]
+    assert notes_reader.recent_changes(limit=1)["commits"][0]["message"] == "plan and config"
 
 
 def test_history_read_at_and_restore(git_host):

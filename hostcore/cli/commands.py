@@ -359,8 +359,6 @@ def reindex(obj: CliContext) -> None:
     from hostcore.indexes.indexer import catch_up_links, catch_up_search
 
     host = build_host(obj.instance, start=False)
-    if host.search is None and host.passages is None:
-        raise click.ClickException("no search backend and no embedder are configured (SEARCH and EMBEDDER are empty)")
     if host.search is not None:
         host.search.clear()
         total = sum(1 for path in host.storage.list() if slug_from_path(path))
@@ -370,12 +368,13 @@ def reindex(obj: CliContext) -> None:
         click.echo(f"indexed {indexed} pages")
     catch_up_links(host)
     host.links.rebuild.done()
-    if host.passages is not None:
-        host.passages.prepare(start=False)
-        host.passages.clear()
-        with click.progressbar(length=host.passages.pending(), label="embedding passages", file=sys.stderr) as bar:
-            documents = host.passages.catch_up(progress=bar.update)
-        click.echo(f"embedded the passages of {documents} pages and attachments")
+    host.passages.prepare(start=False)
+    host.passages.clear()
+    embedding = host.passages.embedder is not None  # else attachments' words only
+    label = "embedding passages" if embedding else "indexing attachments' passages"
+    with click.progressbar(length=host.passages.pending(), label=label, file=sys.stderr) as bar:
+        documents = host.passages.catch_up(progress=bar.update)
+    click.echo(f"embedded the passages of {documents} pages and attachments" if embedding else f"indexed the passages of {documents} attachments")
     host.close()
 
 
@@ -386,14 +385,9 @@ def status(obj: CliContext) -> None:
     """Show the state of the derived indexes: the passage index's documents, passages and pending."""
     host = build_host(obj.instance, start=False)
     try:
-        if host.passages is None:
-            click.echo("passages: off (EMBEDDER is empty)")
-        else:
-            state = host.passages.status()
-            click.echo(
-                f"passages: embedder {state['embedder']}, {state['documents']} documents indexed "
-                f"({state['passages']} passages), {state['pending']} pending"
-            )
+        state = host.passages.status()
+        by = f"embedder {state['embedder']}" if state["embedder"] else "keyword only (EMBEDDER is empty)"
+        click.echo(f"passages: {by}, {state['documents']} documents indexed ({state['passages']} passages), {state['pending']} pending")
     finally:
         host.close()
 

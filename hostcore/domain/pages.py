@@ -131,6 +131,26 @@ def namespace_path(name: str) -> str:
     return f"{name}/{NAMESPACE_FILE}"
 
 
+def hidden_path(path: str) -> bool:
+    """Whether the stored file at ``path`` is hidden from tools: a segment starts with ``_`` or
+    ``.`` (``.wiki.yaml``, ``notes/_draft.md``, ``_private/x.md``). A namespace's own settings
+    file (``notes/.namespace.yaml``) is not: read_namespace shows it."""
+    parts = path.split("/")
+    if len(parts) == 2 and parts[1] == NAMESPACE_FILE:
+        return parts[0][:1] in ("_", ".")
+    return any(part[:1] in ("_", ".") for part in parts)
+
+
+def access_folder(path: str) -> str | None:
+    """The namespace the stored file at ``path`` counts against for access: its top folder, ""
+    for a visible file at the top, None for a hidden file at the top or anything in a hidden top
+    folder (those belong to no namespace, so they make nothing visible and hide nothing)."""
+    top, slash, _rest = path.partition("/")
+    if top[:1] in ("_", "."):
+        return None
+    return top if slash else ""
+
+
 def slug_from_path(path: str) -> str | None:
     """The slug stored at ``path``, or None when it is not a visible page."""
     if not path.endswith(PAGE_SUFFIX):

@@ -10,11 +10,12 @@ Engine-independent, so every search backend accepts the same syntax:
 - ``NOT word`` or ``-word``: leave out pages containing it.
 - ``( ... )``: grouping, e.g. ``(postgres OR mysql) backup``.
 - ``tag:name``: only pages carrying that tag (``tag:"two words"`` for spaces).
- Words are analysed with the
-index's own analyser (the ``analyse`` argument of :func:`parse_query`), so ``Crème`` finds ``creme``
-and ``e-mail`` is the phrase ``e mail``. Stray punctuation degrades to plain words; only a query
-that cannot mean anything (empty, a dangling ``OR`` or ``NOT``, nothing but exclusions) is a
-ValidationError.
+
+Words are analysed with the index's own analyser (the ``analyse`` argument of :func:`parse_query`),
+so ``Crème`` finds ``creme`` and ``e-mail`` is the phrase ``e mail``. Stray punctuation degrades
+to plain words. A query whose structure is unclear is a ValidationError saying what to change,
+never a guess that silently searches for something else: empty, a dangling ``OR`` or ``NOT``,
+nothing but exclusions, a quote never closed, a parenthesis never closed or never opened.
 """
 
 from __future__ import annotations
@@ -82,8 +83,7 @@ def _lex(query: str, analyse: Analyse) -> Iterator[str | QueryNode]:
             yield ch
             i += 1
         elif ch == '"':
-            end = query.find('"', i + 1)
-            end = n if end < 0 else end
+            end = _closing_quote(query, i)
             text, i = query[i + 1 : end], end + 1
             prefix = i < n and query[i] == "*"
             i += prefix
@@ -98,10 +98,32 @@ def _lex(query: str, analyse: Analyse) -> Iterator[str | QueryNode]:
                 i += 1
             word = query[start:i]
             if word.lower() == "tag:" and i < n and query[i] == '"':
-                end = query.find('"', i + 1)
-                end = n if end < 0 else end
+                end = _closing_quote(query, i)
                 word, i = "tag:" + query[i + 1 : end], end + 1
             yield from _word(word, analyse)
+
+
+def _closing_quote(query: str, start: int) -> int:
+    """Where the phrase opened by the quote at ``start`` ends. Raises ValidationError when it never does."""
+    end = query.find('"', start + 1)
+    if end < 0:
+        text = " ".join(query[start + 1 :].split())[:40] or "words"
+        raise _invalid(f'opens a quote that is never closed; close the phrase ("{text}") or remove the quote.')
+    return end
+
+
+def _balanced(tokens: list[str | QueryNode]) -> None:
+    """Raise ValidationError when a parenthesis is never closed or closes nothing."""
+    depth = 0
+    for token in tokens:
+        if token == _OPEN:
+            depth += 1
+        elif token == _CLOSE:
+            if not depth:
+                raise _invalid('has a ")" that closes no "("; remove it, or add the "(" where the group starts.')
+            depth -= 1
+    if depth:
+        raise _invalid('has a "(" that is never closed; add the ")" where the group ends, or remove it.')
 
 
 def _word(word: str, analyse: Analyse) -> Iterator[str | QueryNode]:
@@ -217,23 +239,8 @@ def parse_query(query: str, analyse: Analyse) -> QueryNode:
     if len(query) > MAX_QUERY_CHARS:
         raise _invalid(f"is {len(query)} characters long; shorten it to at most {MAX_QUERY_CHARS}.")
     tokens = list(_lex(query, analyse))
-    # An unmatched ")" is a typo, not structure: drop it so the rest still parses.
-    depth, kept = 0, []
-    for token in tokens:
-        if token == _CLOSE:
-            if not depth:
-                continue
-            depth -= 1
-        elif token == _OPEN:
-            depth += 1
-        kept.append(token)
-    parser = _Parser(kept)
-    node = parser.expr()
-    while parser.peek() is not None:  # a stray ")" closed a group early: keep reading
-        parser.take()
-        rest = parser.expr()
-        if rest is not None:
-            node = rest if node is None else And((node, rest))
+    _balanced(tokens)
+    node = _Parser(tokens).expr()
     if node is None:
         raise _invalid("has no words to search for; type one or more words, for example: backup restore.")
     _require_positive(node)

@@ -180,11 +180,9 @@ class Host:
             else SqliteShared(self.instance_path / "shared.sqlite")
         )
         self.uploads = UploadTickets(self.shared)
-        self.passages: PassageIndex | None = None
-        if config.get("EMBEDDER"):
-            name = config["EMBEDDER"]
-            embedder = self.embedders[name](self.plugin_config(name))
-            self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
+        name = config.get("EMBEDDER")
+        embedder = self.embedders[name](self.plugin_config(name)) if name else None  # None: attachments by keyword only
+        self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
         self.resources: dict[str, Resource] = {}
         self.prompts: dict[str, Prompt] = {}

@@ -301,11 +301,14 @@ class LinkGraph:
                 found.update(r[0] for r in db.execute(f"SELECT slug FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk))
         return found
 
-    def dangling(self, namespaces: Collection[str] | None, limit: int) -> tuple[list[DanglingLink], int]:
-        """Links from readable pages to pages that do not exist: ({from, to} list, total)."""
-        where, args = _in(namespaces, "source_namespace")
+    def dangling(
+        self, sources: Collection[str] | None, targets: Collection[str] | None, limit: int
+    ) -> tuple[list[DanglingLink], int]:
+        """Links from pages in ``sources`` to pages in ``targets`` (None: all) that do not exist:
+        ({from, to} list, total)."""
+        where, args = _in(sources, "source_namespace")
         # Only links into readable namespaces: otherwise "missing" would tell whether pages exist there.
-        target_where, target_args = _in(namespaces, "substr(target, 1, instr(target, '/') - 1)")
+        target_where, target_args = _in(targets, "substr(target, 1, instr(target, '/') - 1)")
         sql = f"FROM links WHERE resolved = 0 AND {where} AND {target_where}"
         args = [*args, *target_args]
         with self._reading() as db:
@@ -364,11 +367,13 @@ class LinkGraph:
             ).fetchone()
         return (slug, row[0]) if row is not None else None
 
-    def attachment_links(self, namespaces: Collection[str] | None) -> list[tuple[str, str, str]]:
+    def attachment_links(
+        self, sources: Collection[str] | None, targets: Collection[str] | None
+    ) -> list[tuple[str, str, str]]:
         """(linking page, attachment's page, filename) of the attachment links from pages in
-        ``namespaces`` (None: all) to attachments of pages in them, sorted."""
-        where, args = _in(namespaces, "source_namespace")
-        target_where, target_args = _in(namespaces, "substr(page, 1, instr(page, '/') - 1)")
+        ``sources`` to attachments of pages in ``targets`` (None: all), sorted."""
+        where, args = _in(sources, "source_namespace")
+        target_where, target_args = _in(targets, "substr(page, 1, instr(page, '/') - 1)")
         with self._reading() as db:
             rows = db.execute(
                 f"SELECT source, page, filename FROM file_links WHERE {where} AND {target_where} ORDER BY source, page, filename",

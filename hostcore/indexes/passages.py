@@ -1,12 +1,15 @@
 """Passages: attachments' text and pages cut into chunks, each found by its words and its meaning.
 
-``passages.sqlite`` in the instance folder holds, for every page and every attachment with text,
-its passages (about :data:`CHUNK_CHARS` characters, cut at paragraph or sentence ends, with
-their offset in the text, so ``read_attachment`` can start there), an FTS5 keyword index over
-them, and one vector per passage from the ``EMBEDDER``. A search ranks passages by keyword
-(BM25) and by meaning (cosine of the vectors, brute force with numpy over the caller's
-namespaces) and fuses the two rankings by reciprocal rank fusion (:data:`RRF_K`): a passage
-ranked high by either comes first, one ranked high by both before it.
+``passages.sqlite`` in the instance folder holds, for every attachment with text (and every page,
+with an ``EMBEDDER``), its passages (about :data:`CHUNK_CHARS` characters, cut at paragraph or
+sentence ends, with their offset in the text, so ``read_attachment`` can start there), an FTS5
+keyword index over them, and one vector per passage from the ``EMBEDDER``. A search ranks passages
+by keyword (BM25; every word of the query) and by meaning (cosine of the vectors, brute force with
+numpy over the caller's namespaces; only passages at least the embedder's ``relevant`` similarity
+from the query, so a query unrelated to every document finds nothing), and fuses the two rankings
+by reciprocal rank fusion (:data:`RRF_K`): a passage ranked high by either comes first, one ranked
+high by both before it. Without an embedder the keyword ranking alone answers. A document storage
+no longer holds is never answered, even before the index drops it.
 
 It is derived state, kept off the request path: a background thread of each process
 (:meth:`PassageIndex.kick`, after every page event, upload and search) compares storage's files
@@ -15,8 +18,10 @@ a step, one transaction each, under ``passages.lock`` so one process indexes at 
 answer from what is indexed meanwhile and say how many documents are pending. Under a stream of
 changes a round of indexing starts at most every :data:`ROUND_SECONDS`, so a page saved again and
 again meanwhile is embedded once per round, not once per save (a change after a quiet spell is
-taken at once). A damaged file is
-set aside and a deleted one recreated; either way it fills again from storage.
+taken at once). Without an embedder only attachments are indexed, and only an upload or a search
+wakes the thread (a page event need not: nothing of a page is indexed, and a search leaves out what
+storage no longer holds). A damaged file is set aside and a deleted one recreated; either way it
+fills again from storage.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -57,6 +63,7 @@ MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a 
 STEP_DOCUMENTS = 16  # documents indexed in one bounded step
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
 CANDIDATES = 100  # passages taken from each ranking into the fusion
+MAX_FOLLOWED = 1000  # changed paths looked up one by one; beyond, storage is listed whole
 RRF_K = 60  # reciprocal rank fusion: score = sum of 1 / (RRF_K + rank)
 MAX_QUERY_WORDS = 32
 EXCERPT_CHARS = 300
@@ -165,15 +172,25 @@ def excerpt(text: str, words: list[str], size: int = EXCERPT_CHARS) -> str:
     return ("…" if start else "") + "".join(parts) + ("…" if end < len(text) else "")
 
 
-def _wanted(host: Host) -> dict[str, tuple[str, Kind, str, str]]:
-    """Storage path -> (hash, kind, slug, filename) of every visible page and attachment."""
-    out: dict[str, tuple[str, Kind, str, str]] = {}
+Document = tuple[str, Kind, str, str]  # (hash, kind, slug, filename)
+
+
+def _document(path: str, pages: bool) -> tuple[Kind, str, str] | None:
+    """(kind, slug, filename) of the document stored at ``path``, None when it is none (or a page, unless ``pages``)."""
+    slug = slug_from_path(path)
+    if slug is not None:
+        return ("page", slug, "") if pages else None
+    owner = split_attachment_path(path)
+    return ("attachment", owner[0], owner[1]) if owner is not None else None
+
+
+def listed_documents(host: Host, pages: bool) -> dict[str, Document]:
+    """Storage path -> (hash, kind, slug, filename) of every visible attachment (and page, when ``pages``)."""
+    out: dict[str, Document] = {}
     for path, digest in host.storage.hashes().items():
-        slug = slug_from_path(path)
-        if slug is not None:
-            out[path] = (digest, "page", slug, "")
-        elif (owner := split_attachment_path(path)) is not None:
-            out[path] = (digest, "attachment", owner[0], owner[1])
+        found = _document(path, pages)
+        if found is not None:
+            out[path] = (digest, *found)
     return out
 
 
@@ -201,11 +218,11 @@ class _Matrix:
 class PassageIndex:
     """The passages of pages and attachments, their keyword index and vectors (``path``, SQLite)."""
 
-    def __init__(self, host: Host, path: Path, embedder: Embedder) -> None:
+    def __init__(self, host: Host, path: Path, embedder: Embedder | None) -> None:
         self.host = host
         self.path = Path(path)
-        self.embedder = embedder
-        self.signature = f"{embedder.name}/{embedder.dimensions}"
+        self.embedder = embedder  # None: keyword only
+        self.signature = f"{embedder.name}/{embedder.dimensions}" if embedder is not None else "keyword"
         self._local = threading.local()
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -214,7 +231,8 @@ class PassageIndex:
         self._closed = False
         self._load = False  # prepare(): the background thread loads the embedder's model first
         self.round_seconds = ROUND_SECONDS
-        self._plan: tuple[tuple[object, ...], tuple[list[str], list[str], dict[str, tuple[str, Kind, str, str]]]] | None = None
+        self._plan: tuple[tuple[object, ...], tuple[list[str], list[str], dict[str, Document]]] | None = None
+        self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
         self._matrix: tuple[tuple[tuple[int, int] | None, str], _Matrix] | None = None
 
     # --- the file ------------------------------------------------------------------------
@@ -257,12 +275,12 @@ class PassageIndex:
         second now. Never waits for another process's indexing, so a worker starts at once."""
         if self.path.exists():
             recover_sqlite(self.path, "passage index")
-        if start:
-            self._load = True
-            self.kick()
-        else:
+        if not start:
             with self._writing():
                 self._forget_other_embedder()
+        elif self.embedder is not None:  # keyword only: the first upload or search fills it
+            self._load = True
+            self.kick()
 
     def _forget_other_embedder(self) -> None:
         """Empty the index when its vectors come from another embedder (under ``_writing``)."""
@@ -290,7 +308,56 @@ class PassageIndex:
 
     # --- keeping it current --------------------------------------------------------------
 
-    def plan(self) -> tuple[list[str], list[str], dict[str, tuple[str, Kind, str, str]]]:
+    def stored(self, version: str | None) -> dict[str, Document]:
+        """The documents storage holds at ``version`` (its :meth:`~hostcore.Storage.version`, read
+        by the caller before this): path -> (hash, kind, slug, filename). Followed from the last
+        version asked along the paths changed since (cost follows the change), else listed whole;
+        a storage without versions is listed every time."""
+        storage, pages = self.host.storage, self.embedder is not None
+        known = self._stored
+        if version is not None and known is not None:
+            if known[0] == version:
+                return known[1]
+            changed = storage.changed_since(known[0], version)
+            if changed is not None and len(changed) <= MAX_FOLLOWED:
+                documents = dict(known[1])
+                for path in changed:
+                    found = _document(path, pages)
+                    digest = storage.hash(path) if found is not None else None
+                    if found is None or digest is None:
+                        documents.pop(path, None)
+                    else:
+                        documents[path] = (digest, *found)
+                self._stored = (version, documents)
+                return documents
+        documents = listed_documents(self.host, pages)
+        if version is not None:
+            self._stored = (version, documents)
+        return documents
+
+    def _holds(self) -> Callable[[str], bool]:
+        """Whether storage holds the document at a path now: what a search answers with must, even
+        before the background thread drops what was deleted. Asked only about what would be
+        answered, once a path: from the documents this process follows along the storage's
+        versions when it does (cheap), else one look-up a path (never a listing of everything on
+        a search's account)."""
+        answers: dict[str, bool] = {}
+        ask: list[Callable[[str], bool]] = []
+
+        def holds(path: str) -> bool:
+            if not ask:
+                version = self.host.storage.version()
+                if version is not None and self._stored is not None:
+                    ask.append(self.stored(version).__contains__)
+                else:
+                    ask.append(self.host.storage.exists)
+            if path not in answers:
+                answers[path] = ask[0](path)
+            return answers[path]
+
+        return holds
+
+    def plan(self) -> tuple[list[str], list[str], dict[str, Document]]:
         """(paths to index, paths to drop, what storage holds). Remembered while neither the
         storage's version nor the index changed (a search asks for it each time); a storage
         without versions is compared every time."""
@@ -301,7 +368,7 @@ class PassageIndex:
             if version is not None and cached is not None and cached[0] == key:
                 return cached[1]
             indexed = dict(db.execute("SELECT path, hash FROM docs").fetchall())
-        wanted = _wanted(self.host)
+        wanted = self.stored(version)
         todo = sorted(p for p, w in wanted.items() if indexed.get(p) != w[0])
         plan = (todo, sorted(set(indexed).difference(wanted)), wanted)
         self._plan = (key, plan)
@@ -346,18 +413,16 @@ class PassageIndex:
         pieces = split_passages(text) if status == "extracted" else []
         if kind == "page":  # the title is part of what a page means
             pieces = [(start, f"{title}\n{piece}") for start, piece in pieces] or [(0, title)]
-        vectors = self.embedder.embed([piece for _, piece in pieces]) if pieces else None
+        vectors = self.embedder.embed([piece for _, piece in pieces]) if pieces and self.embedder is not None else None
         with self._guard() as db:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM chunks WHERE path = ?", (path,))
             db.executemany(
                 "INSERT INTO chunks (path, start, text, vector) VALUES (?, ?, ?, ?)",
                 [
-                    (path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes())
+                    (path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes() if vectors is not None else b"")
                     for i, (start, piece) in enumerate(pieces)
-                ]
-                if vectors is not None
-                else [],
+                ],
             )
             db.execute(
                 "INSERT OR REPLACE INTO docs (path, hash, kind, slug, filename, namespace, title, status, reason) "
@@ -406,7 +471,7 @@ class PassageIndex:
                 self._again = False
             started = time.monotonic()
             try:
-                if self._load:  # once: the first save must not wait for it (see Embedder.load)
+                if self._load and self.embedder is not None:  # once: the first save must not wait for it (see Embedder.load)
                     self._load = False
                     self.embedder.load()
                 while not self._closed and self.step():
@@ -438,7 +503,8 @@ class PassageIndex:
         with self._guard() as db:
             documents = db.execute("SELECT count(*) FROM docs").fetchone()[0]
             passages = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return {"embedder": self.embedder.name, "documents": documents, "passages": passages, "pending": len(todo) + len(gone)}
+        return {"embedder": self.embedder.name if self.embedder is not None else "", "documents": documents,
+                "passages": passages, "pending": len(todo) + len(gone)}  # fmt: skip
 
     def pending(self) -> int:
         todo, gone, _ = self.plan()
@@ -448,6 +514,8 @@ class PassageIndex:
 
     def _vectors(self, db: sqlite3.Connection) -> _Matrix:
         """Every passage vector, loaded again only when the file or its generation changed."""
+        if self.embedder is None:
+            return _Matrix([], 0)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         key = (file_id(self.path), meta["generation"])
         cached = self._matrix
@@ -465,33 +533,60 @@ class PassageIndex:
         return matrix
 
     def search(
-        self, query: str, *, kind: Kind, namespaces: Collection[str] | None, limit: int, modes: Collection[Mode] = MODES
+        self,
+        query: str,
+        *,
+        kind: Kind,
+        namespaces: Collection[str] | None,
+        limit: int,
+        modes: Collection[Mode] = MODES,
+        floor: float | None = None,
     ) -> list[Passage]:
         """The ``limit`` passages of ``kind`` documents in ``namespaces`` (None: all) best matching
-        ``query`` by keyword and by meaning (``modes``: one of them alone, for comparisons), fused;
-        best first."""
+        ``query`` by keyword (every word) and by meaning (a similarity of at least ``floor``, by
+        default the embedder's ``relevant``), fused; best first. ``modes``: one of them alone, and
+        ``floor``: another threshold, for comparisons. Only documents storage holds now."""
         words = query_words(query)
         fused: dict[int, float] = {}
+        paths: dict[int, str] = {}
         with self._guard() as db:
             if words and "keyword" in modes:
                 where, args = self._scope(kind, namespaces)
                 rows = db.execute(
-                    "SELECT chunks_fts.rowid FROM chunks_fts JOIN chunks ON chunks.id = chunks_fts.rowid "
+                    "SELECT chunks_fts.rowid, chunks.path FROM chunks_fts JOIN chunks ON chunks.id = chunks_fts.rowid "
                     f"JOIN docs USING (path) WHERE chunks_fts MATCH ? AND {where} ORDER BY bm25(chunks_fts) LIMIT ?",
                     [" ".join(f'"{w}"' for w in words), *args, CANDIDATES],
                 ).fetchall()
-                for rank, (rowid,) in enumerate(rows):
+                for rank, (rowid, path) in enumerate(rows):
                     fused[rowid] = fused.get(rowid, 0.0) + 1 / (RRF_K + rank + 1)
-            matrix = self._vectors(db)
-            keep = np.flatnonzero(matrix.mask(kind, namespaces))
-            if len(keep) and "meaning" in modes:
-                sims = matrix.vectors[keep] @ self.embedder.embed_query(query)
-                top = keep[np.argsort(-sims, kind="stable")[:CANDIDATES]]
-                for rank, i in enumerate(top):
+                    paths[rowid] = path
+            if "meaning" in modes and self.embedder is not None:
+                matrix = self._vectors(db)
+                least = self.embedder.relevant if floor is None else floor
+                near = self._near(matrix, self.embedder.embed_query(query), kind, namespaces, least)
+                for rank, (i, _similarity) in enumerate(islice(near, CANDIDATES)):
                     rowid = int(matrix.ids[i])
                     fused[rowid] = fused.get(rowid, 0.0) + 1 / (RRF_K + rank + 1)
-            best = sorted(fused.items(), key=lambda item: -item[1])[:limit]
+                    paths[rowid] = str(matrix.paths[i])
+            holds = self._holds()
+            ranked = sorted(fused.items(), key=lambda item: -item[1])
+            best = list(islice((item for item in ranked if holds(paths[item[0]])), limit))
             return self._passages(db, best)
+
+    @staticmethod
+    def _near(
+        matrix: _Matrix, vector: Vectors, kind: Kind, namespaces: Collection[str] | None, least: float, exclude: str = ""
+    ) -> Iterator[tuple[int, float]]:
+        """(row of ``matrix``, similarity) of the passages of ``kind`` documents in ``namespaces``
+        at least ``least`` similar to ``vector`` (but not those of the document at ``exclude``),
+        nearest first."""
+        keep = np.flatnonzero(matrix.mask(kind, namespaces) & (matrix.paths != exclude))
+        if not len(keep):
+            return
+        sims = matrix.vectors[keep] @ vector
+        close = np.flatnonzero(sims >= least)
+        for j in close[np.argsort(-sims[close], kind="stable")]:
+            yield int(keep[j]), float(sims[j])
 
     @staticmethod
     def _scope(kind: Kind, namespaces: Collection[str] | None) -> tuple[str, list[str]]:
@@ -514,19 +609,20 @@ class PassageIndex:
         return [Passage(*rows[rowid], score) for rowid, score in best if rowid in rows]
 
     def nearest(
-        self, vector: Vectors, *, kind: Kind, namespaces: Collection[str] | None, limit: int, exclude: str = ""
+        self, vector: Vectors, *, kind: Kind, namespaces: Collection[str] | None, limit: int, exclude: str = "",
+        least: float = -1.0,
     ) -> list[Near]:
-        """The ``limit`` documents of ``kind`` whose best passage is nearest ``vector`` (all of
-        them but the document at storage path ``exclude``), nearest first."""
+        """The ``limit`` documents of ``kind`` whose best passage is nearest ``vector``, at least
+        ``least`` similar (all of them but the document at storage path ``exclude``, and only
+        those storage holds now), nearest first."""
+        holds = self._holds()
         with self._guard() as db:
             matrix = self._vectors(db)
-            keep = np.flatnonzero(matrix.mask(kind, namespaces) & (matrix.paths != exclude))
             best: dict[str, float] = {}
-            if len(keep):
-                sims = matrix.vectors[keep] @ vector
-                for i in np.argsort(-sims, kind="stable"):
-                    path = matrix.paths[keep[i]]
-                    best.setdefault(path, float(sims[i]))
+            for i, similarity in self._near(matrix, vector, kind, namespaces, least, exclude):
+                path = str(matrix.paths[i])
+                if path not in best and holds(path):
+                    best[path] = similarity
                     if len(best) == limit:
                         break
             if not best:
@@ -541,7 +637,9 @@ class PassageIndex:
         return [Near(*docs[p], s) for p, s in best.items() if p in docs]
 
     def document_vector(self, path: str) -> Vectors | None:
-        """The mean of the document's passage vectors, of length 1; None when it is not indexed."""
+        """The mean of the document's passage vectors, of length 1; None when it is not indexed (or nothing is embedded)."""
+        if self.embedder is None:
+            return None
         with self._guard() as db:
             rows = db.execute("SELECT vector FROM chunks WHERE path = ?", (path,)).fetchall()
         if not rows:
@@ -568,25 +666,25 @@ class PassageIndex:
 
 @hookimpl
 def startup(host: Host) -> None:
-    if host.passages is not None and not host.disk_full():
+    if not host.disk_full():
         host.passages.prepare()
 
 
-def _kick(host: Host) -> None:
-    if host.passages is not None:
+def _kick_for_pages(host: Host) -> None:
+    if host.passages.embedder is not None:  # without one no page is indexed
         host.passages.kick()
 
 
 @hookimpl
 def page_saved(host: Host) -> None:
-    _kick(host)
+    _kick_for_pages(host)
 
 
 @hookimpl
 def page_deleted(host: Host) -> None:
-    _kick(host)
+    _kick_for_pages(host)
 
 
 @hookimpl
 def page_moved(host: Host) -> None:
-    _kick(host)
+    _kick_for_pages(host)

@@ -4,8 +4,8 @@ An embedder maps a list of texts to unit-length vectors of a fixed size: texts t
 land close together (a dot product near 1), whatever words they use. ``EMBEDDER`` names the one
 the wiki uses (registered via ``register_embedders``, like ``STORAGE`` and ``SEARCH``); with it
 set, attachments' text and pages are cut into passages, embedded off the request path, and
-``search_attachments`` and ``similar_pages`` appear. Changing the embedder re-embeds everything
-(vectors of two models cannot be compared).
+``search_attachments`` finds by meaning as well as by words, and ``similar_pages`` appears.
+Changing the embedder re-embeds everything (vectors of two models cannot be compared).
 
 Embedding runs on the wiki's own CPU, in a background thread of each worker: an embedder loads
 its model once per process (in :meth:`Embedder.load`, which a worker's background thread calls as
@@ -40,9 +40,10 @@ class Embedder(ABC):
 
     name: ClassVar[str] = ""
     dimensions: ClassVar[int] = 0
-    # The cosine similarity below which a text is unrelated to a query, for this model: search
-    # adds a page found by meaning alone only from here up. Models differ (static ones sit near
-    # 0 for unrelated texts, E5 near 0.7); measure on your texts.
+    # The cosine similarity below which a text is unrelated to a query, for this model: a passage
+    # or page found by meaning alone counts only from here up (search_attachments, search's
+    # results), so a query about nothing in the wiki finds nothing. Models differ (static ones
+    # sit near 0 for unrelated texts, E5 near 0.7); measure with bench/document_search.py.
     relevant: ClassVar[float] = 0.0
     settings: ClassVar[Mapping[str, Setting]] = {}
 

@@ -17,13 +17,14 @@ import builtins
 import errno
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from hostcore.domain.hashes import blob_hash
+from hostcore.domain.pages import access_folder
 from hostcore.errors import NotFound, Unavailable, ValidationError
 from hostcore.seams.settings import Setting, with_defaults
 
@@ -80,8 +81,9 @@ class Revision:
     """One recorded change: a commit for the git backend.
 
     ``paths`` lists the changed files (a backend may list only the first ones of a huge change;
-    ``path_count`` has the total); ``folders`` are the top-level folders it touched ("" for files
-    at the top), which is what access filtering needs. Both are derived from ``paths`` when not given.
+    ``path_count`` has the total); ``folders`` are the namespaces it touched (:meth:`folders_of`:
+    the top-level folders, "" for a visible file at the top, nothing for hidden ones), which is
+    what access filtering needs. Both are derived from ``paths`` when not given.
     """
 
     id: str
@@ -94,10 +96,16 @@ class Revision:
 
     def __post_init__(self) -> None:
         if not self.folders and self.paths:
-            folders = sorted({p.split("/", 1)[0] if "/" in p else "" for p in self.paths})
-            object.__setattr__(self, "folders", tuple(folders))
+            object.__setattr__(self, "folders", self.folders_of(self.paths))
         if not self.path_count:
             object.__setattr__(self, "path_count", len(self.paths))
+
+    @staticmethod
+    def folders_of(paths: Iterable[str]) -> tuple[str, ...]:
+        """The namespaces files at ``paths`` count against for access, sorted (see
+        :func:`~hostcore.domain.pages.access_folder`): a hidden file at the top (``.wiki.yaml``)
+        counts against none, so it never hides a change to a page beside it."""
+        return tuple(sorted({folder for path in paths if (folder := access_folder(path)) is not None}))
 
 
 def check_path(path: str) -> str:

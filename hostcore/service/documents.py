@@ -1,8 +1,10 @@
-"""Finding by meaning: passages of attachments by keyword and meaning, pages near a page.
+"""Finding documents: passages of attachments by keyword (and meaning), pages near a page.
 
-Mixed into :class:`~hostcore.service.wiki.Wiki` when an ``EMBEDDER`` is set; the passage index
+Mixed into :class:`~hostcore.service.wiki.Wiki`; the passage index
 (:mod:`hostcore.indexes.passages`) does the ranking, this layer the access rules: only documents
 in namespaces the caller may read are ranked at all, so nothing else can leak into scores.
+Meaning (pages near a query or a page) needs an ``EMBEDDER``; attachments are found by their
+words without one.
 """
 
 from __future__ import annotations
@@ -61,19 +63,20 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
     """search_attachments and similar_pages; with them, search's results and fetch take in attachments."""
 
     def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
-        """Pages whose words match ``query``, as :meth:`SearchMixin.search` finds them. With
-        passages indexed (an ``EMBEDDER``), the first page of ``results`` of a plain query (for
-        ChatGPT-style connectors, which ask in plain language) goes further: when no page holds
-        every word, the pages nearest it in meaning; and the attachments with the best
-        passages, each with its URL path as ``id`` for :meth:`fetch`. ``hits`` keep the
-        full-text contract (every word matches); docs/operators.md says what the bench found."""
+        """Pages whose words match ``query``, as :meth:`SearchMixin.search` finds them. The first
+        page of ``results`` of a plain query (for ChatGPT-style connectors, which ask in plain
+        language) goes further: when no page holds every word, the pages near it in meaning
+        (with an ``EMBEDDER``); and the attachments with the best passages (by their words, and
+        by meaning with an ``EMBEDDER``), each with its URL path as ``id`` for :meth:`fetch`.
+        ``hits`` keep the full-text contract (every word matches); docs/operators.md says what
+        the bench found."""
         found = super().search(query, namespace, offset, limit)
         passages = self.host.passages
-        if passages is None or offset != 0 or not plain_words(query):  # meaning cannot honour operators
+        if offset != 0 or not plain_words(query):  # meaning cannot honour operators
             return found
         scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
         passages.kick()
-        if not found["hits"]:
+        if not found["hits"] and passages.embedder is not None:
             found["results"] += [
                 Result(id=n.slug, title=n.title, url=self.page_url(n.slug)) for n in self._pages_by_meaning(passages, query, scope, limit)
             ]
@@ -86,8 +89,10 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
     @staticmethod
     def _pages_by_meaning(passages: PassageIndex, query: str, scope: frozenset[str] | None, limit: int) -> list[Near]:
         """Pages whose nearest passage is at least the embedder's ``relevant`` similarity to ``query``, nearest first."""
-        near = passages.nearest(passages.embedder.embed_query(query), kind="page", namespaces=scope, limit=limit)
-        return [n for n in near if n.similarity >= passages.embedder.relevant]
+        embedder = passages.embedder
+        if embedder is None:
+            return []
+        return passages.nearest(embedder.embed_query(query), kind="page", namespaces=scope, limit=limit, least=embedder.relevant)
 
     def fetch(self, id: str) -> Fetched:
         """A page by its slug, or an attachment's text (at most FETCH_CHARS) by its URL path."""
@@ -113,15 +118,11 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
             "metadata": {"slug": slug, "namespace": slug.split("/", 1)[0], "tags": [], "hash": read["hash"]},
         }
 
-    def _passages(self) -> PassageIndex:
-        if self.host.passages is None:
-            raise Unavailable("document search is not enabled on this wiki (EMBEDDER is empty); use search")
-        return self.host.passages
-
     def search_attachments(self, query: str, namespace: str | None = None, limit: int = 20) -> AttachmentSearch:
-        """The passages of accessible attachments best matching ``query`` by keyword and meaning."""
+        """The passages of accessible attachments best matching ``query``: holding its words, or
+        (with an ``EMBEDDER``) near it in meaning, at least the embedder's ``relevant`` similarity."""
         self.principal.require("read")
-        passages = self._passages()
+        passages = self.host.passages
         scope = self._scope(query, namespace, limit, MAX_PASSAGE_LIMIT)
         passages.kick()
         status = passages.status()  # before the search: pending 0 then means the hits saw every document
@@ -143,7 +144,9 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
     def similar_pages(self, slug: str, limit: int = 10) -> SimilarPages:
         """The accessible pages whose meaning is nearest ``slug``'s, nearest first."""
         self._access("read", slug)
-        passages = self._passages()
+        passages = self.host.passages
+        if passages.embedder is None:
+            raise Unavailable("finding pages by meaning is not enabled on this wiki (EMBEDDER is empty); use backlinks or search")
         self._load(slug)
         if not 1 <= limit <= MAX_PASSAGE_LIMIT:
             raise ValidationError(f"must be between 1 and {MAX_PASSAGE_LIMIT}", field="limit")

@@ -6,7 +6,7 @@ Needs a storage backend that keeps history (``Storage.has_history``; the git sto
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC
 from itertools import islice
@@ -14,7 +14,7 @@ from itertools import islice
 from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import files_folder
-from hostcore.domain.pages import Page, namespace_of, page_path, section, window
+from hostcore.domain.pages import Page, hidden_path, namespace_of, page_path, section, window
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Operation, Put, Revision, blob_hash
 from hostcore.service.base import WikiBase
@@ -55,14 +55,17 @@ class Restored(TypedDict):
     changed: bool
 
 
-def revision_dict(rev: Revision) -> Commit:
+def revision_dict(rev: Revision, message: str | None = None) -> Commit:
+    """The commit as tools show it: hidden files (``.wiki.yaml``, ``notes/_draft.md``) left out of
+    ``files`` and ``file_count``."""
+    shown = [path for path in rev.paths if not hidden_path(path)]
     return {
         "id": rev.id,
         "author": rev.author,
         "time": rev.time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "message": rev.message,
-        "files": list(rev.paths[:MAX_FILES]),
-        "file_count": rev.path_count,
+        "message": rev.message if message is None else message,
+        "files": shown[:MAX_FILES],
+        "file_count": rev.path_count - (len(rev.paths) - len(shown)),
     }
 
 
@@ -70,12 +73,34 @@ class HistoryMixin(WikiBase):
     """recent_changes, page_history, read_page_at and restore_page; mixed into Wiki."""
 
     def _visible(self, rev: Revision) -> bool:
-        """Whether every folder the commit touched is a namespace the caller may read."""
-        return rev.path_count > 0 and all(folder and self.principal.can_access(folder) for folder in rev.folders)
+        """Whether the commit changed a file the caller may see and every namespace it touched is
+        one the caller may read. Hidden files count against no namespace (a ``.wiki.yaml`` beside
+        a page hides nothing) and are never shown; a file at the top, outside every namespace,
+        only to a caller limited to none."""
+        shown = any(not hidden_path(path) for path in rev.paths) or rev.path_count > len(rev.paths)
+        return shown and bool(rev.folders) and all(self.principal.can_access(folder) for folder in rev.folders)
+
+    def _redaction(self) -> Callable[[str], str]:
+        """What a commit message becomes for the caller: each slug it names in a private namespace
+        the caller may not read replaced by "…". A message is free text (a push from outside may
+        say anything; a link rewrite made before the rename rule covered it named its target), and
+        a commit the caller may see can still name a page it may not."""
+        if self.principal.namespaces is None:
+            return str
+        unreadable = [
+            name for name in self.storage.folders()
+            if name[:1] not in ("_", ".") and not self.principal.can_access(name)
+            and self._namespace_fields(name, ("public",)).get("public") is not True
+        ]  # fmt: skip
+        if not unreadable:
+            return str
+        slug = re.compile(r"(?<![\w./-])(?:" + "|".join(map(re.escape, unreadable)) + r")/[\w.-]+(?:/[\w.-]+)*")
+        return lambda message: slug.sub("…", message)
 
     def recent_changes(self, limit: int = 20) -> Commits:
         """Newest first; a commit touching anything outside the caller's access is left out whole."""
         self.principal.require("read")
+        redact = self._redaction()
         kept: list[Commit] = []
         offset = 0
         while len(kept) < limit and offset < RECENT_SCAN_LIMIT:
@@ -83,7 +108,7 @@ class HistoryMixin(WikiBase):
             if not batch:
                 break
             offset += len(batch)
-            kept += [revision_dict(r) for r in batch if self._visible(r)]
+            kept += [revision_dict(r, redact(r.message)) for r in batch if self._visible(r)]
         return {"commits": kept[:limit]}
 
     def _page_revisions(self, slug: str) -> Iterator[Revision]:
@@ -103,9 +128,10 @@ class HistoryMixin(WikiBase):
         self._access("read", slug)
         revs = list(islice(self._page_revisions(slug), offset, offset + limit + 1))
         more = len(revs) > limit
+        redact = self._redaction()
         return {
             "slug": slug,
-            "commits": [revision_dict(r) for r in revs[:limit]],
+            "commits": [revision_dict(r, redact(r.message)) for r in revs[:limit]],
             "more": more,
             "next_offset": offset + limit if more else None,
         }

@@ -165,19 +165,34 @@ class LinksMixin(PagesMixin):
     def _rewrite_links_to(self, old: str, new: str) -> tuple[list[str], list[FailedLink], int]:
         """Point every link to ``old`` at ``new``, one change per page; report what could not be.
 
-        Returns the pages rewritten, those the caller may read that failed (with the reason), and
-        how many pages outside the caller's namespaces link there: counted, never named, since
+        Only links whose readers may read ``new`` are rewritten: those in pages of its own
+        namespace, and in other namespaces only when its namespace is public. A rewrite elsewhere
+        would show the new slug (in the page and in its history) to readers of the linking page
+        who may not read the renamed one, and whether a link was rewritten would tell them that a
+        page they guessed exists; such links are left as written, for someone who may tell their
+        readers to change.
+
+        Returns the pages rewritten, those the caller may read that were not (with the reason),
+        and how many pages outside the caller's namespaces link there: counted, never named, since
         their slugs are not the caller's to learn.
         """
         rewritten: list[str] = []
         failed: list[FailedLink] = []
         hidden = 0
+        target = namespace_of(new)
+        public = self._namespace_fields(target, ("public",)).get("public") is True
         catch_up(self.host)
         for source in self.host.links.slugs_linking_to(old):
             if source in (old, new):
                 continue
             if not self.principal.can_access(namespace_of(source)):
                 hidden += 1
+                continue
+            if namespace_of(source) != target and not public:
+                failed.append({"slug": source, "reason": (
+                    f"links into the private namespace {target!r} from other namespaces are not rewritten, so readers of "
+                    f"{namespace_of(source)!r} learn nothing of it; change them with edit_page if they may know {new!r}"
+                )})  # fmt: skip
                 continue
             try:
                 page = self._load(source)
@@ -225,14 +240,15 @@ class LinksMixin(PagesMixin):
         names = scope if scope is not None else self._namespace_names()
         catch_up(self.host)
         graph = self.host.links
-        missing, missing_total = graph.dangling(scope, HEALTH_LIST_LIMIT)
+        # A filter picks the linking pages; where they point may be any namespace the caller reads.
+        missing, missing_total = graph.dangling(scope, self.principal.namespaces, HEALTH_LIST_LIMIT)
         orphans, orphans_total = graph.orphans(
             scope, [_index_page(self, n) for n in names], HEALTH_LIST_LIMIT, visible=self.principal.namespaces
         )
         stale, stale_total = graph.stale(scope, time.time() - STALE_DAYS * 86400, HEALTH_LIST_LIMIT)
         broken = [
             DanglingLink({"from": source, "to": attachment_url(owner, name)})
-            for source, owner, name in graph.attachment_links(scope)
+            for source, owner, name in graph.attachment_links(scope, self.principal.namespaces)
             if not self.storage.exists(attachment_path(owner, name))
         ]
         result: Health = {

@@ -267,9 +267,22 @@ class SearchConformance:
 
     @pytest.mark.parametrize(
         "query",
-        ['word"', '"word', "word*", "word:", ":word", "(word", "word)", ")word(", "wo-rd", "word -", "**", "word (",
-         'tag:"', "word ! ? ; \\ / ^ ~ [ ] { } < > & |", "tag:", "word AND"],
+        ['"unbalanced (', 'word"', '"word', "(word", "word)", ")word(", "word (", 'tag:"two words', '"a b" "c', "(a OR b))"],
     )
+    def test_unbalanced_quotes_and_parentheses_say_what_to_change(self, backend: SearchBackend, query: str) -> None:
+        backend.update([search_doc("n/a", body="word unbalanced a b c")])
+        for text in (query, "word " + query):
+            with pytest.raises(ValidationError) as err:
+                backend.search(text, namespaces=None)
+            assert err.value.field == "query"
+            assert "never closed" in err.value.message or "closes no" in err.value.message
+            assert "remove" in err.value.message
+
+    @pytest.mark.parametrize(
+        "query",
+        ["word*", "word:", ":word", "wo-rd", "word -", "**", '"word" (other OR word)',
+         "word ! ? ; \\ / ^ ~ [ ] { } < > & |", "tag:", "word AND", "word ()"],
+    )  # fmt: skip
     def test_odd_characters_degrade(self, backend: SearchBackend, query: str) -> None:
         backend.update([search_doc("n/a", body="word wo rd")])
         try:

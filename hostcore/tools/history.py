@@ -26,7 +26,9 @@ def recent_changes(
     """List the newest wiki commits first, with author, time (UTC) and changed files (the first 100; file_count has the total).
 
     Arguments: limit (1-200, default 20). A commit that touches any file outside your namespace access
-    is left out whole.
+    is left out whole. Hidden files (.wiki.yaml, names starting with _ or .) are never listed, and
+    one at the top of the repository hides no commit. A slug in a namespace you cannot read shows
+    as … in a message.
     """
     return wiki.recent_changes(limit)
 

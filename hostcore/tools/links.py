@@ -48,10 +48,13 @@ def rename_page(
     Arguments: slug (the page); title (the new title; the new slug is its lower-case ASCII words joined
     by '-', in the same folder); basehash (hash from read_page). A namespace index page keeps its slug.
     The rename is one recorded change; each page whose links are rewritten is its own change, listed
-    in rewritten; failed_links lists pages you can read that could not be updated, with the reason;
-    hidden_failed_links counts pages outside your namespaces that link here and were left as they
-    are (not named; someone with access to them can fix their links). A stale basehash fails with a
-    conflict carrying the current hash.
+    in rewritten. Links are rewritten in pages of the page's own namespace, and in other namespaces
+    only when its namespace is public: a link from another namespace into a private one is left as
+    written (its readers may not be allowed to learn the new slug, nor whether the page existed).
+    failed_links lists pages you can read that were not updated, with the reason (change those
+    with edit_page where their readers may know); hidden_failed_links counts pages outside your
+    namespaces that link here and were left as they are (not named; someone with access to them
+    can fix their links). A stale basehash fails with a conflict carrying the current hash.
     """
     return wiki.rename_page(slug, title, basehash)
 
@@ -74,7 +77,8 @@ def health(
 ) -> Health:
     """Report dangling [[wiki-links]] whose target page is missing, orphan pages with no incoming links, and stale pages with no change in 180 days.
 
-    Arguments: namespace (optional). Returns missing (links {from, to}), missing_attachments
+    Arguments: namespace (optional: the report covers the pages in it, and their links into any
+    namespace you can read). Returns missing (links {from, to}), missing_attachments
     (Markdown links and images {from, to} whose attachment URL, /_/files/namespace/page/filename,
     names no stored file), orphans (slugs; namespace index pages are never orphans), stale ({slug,
     changed}), counts of each (lists stop at 500), and

@@ -31,7 +31,8 @@ def search(
 
     Arguments: query; namespace (optional); offset (0-1000); limit (1-50, default 20). Query syntax:
     words must all match (case and accents ignored); "a quoted phrase"; prefix* ; a OR b ; NOT word
-    or -word ; parentheses group; tag:name (or tag:"two words") keeps pages with that tag. Title
+    or -word ; parentheses group; tag:name (or tag:"two words") keeps pages with that tag. A quote or
+    parenthesis left open, or a ")" that closes nothing, is a validation_error saying what to change. Title
     matches rank above body matches. Each hit has slug, title, tags, score and a snippet of escaped
     HTML with <mark> around matches; results repeats each hit as {id, title, url} for ChatGPT-style
     connectors (pass id to fetch); on the first page, when document search is on, results also

@@ -243,7 +243,15 @@ def xlsx_bytes(rows: list[list[object]]) -> bytes:
 
 
 FILLER = "The committee reviewed the minutes of the previous meeting and approved them without change. "
-PDF_PAGES = [FILLER * 6, "The kitten chased a mouse around the kitchen until both were worn out.", FILLER * 6]
+# A page on its own subject among pages of minutes: its passage is about the kitten, so a paraphrase
+# clears the similarity floor (one sentence in a passage of minutes would not).
+KITTEN = (
+    "The kitten chased a mouse around the kitchen until both were worn out. "
+    "It crouched behind the bread bin, wiggled, pounced and missed; the mouse darted under the stove. "
+    "For an hour the kitten sat by the stove, tail twitching, ears turned to every scratch. "
+    "When the mouse finally ran for the pantry the kitten caught it by the door and carried it proudly to the rug."
+)
+PDF_PAGES = [FILLER * 6, KITTEN, FILLER * 6]
 DOCX_PARAGRAPHS = [FILLER * 3, "Invoices must be paid within thirty days of receipt by the treasurer.", FILLER * 3]
 XLSX_ROWS: list[list[object]] = [["region", "zebrafish", "count"], ["north", "larvae", 120], ["south", "adults", 45]]
 

@@ -37,9 +37,10 @@ from hostcore import Revision, connect, damaged, file_id, recover_sqlite, wal
 
 from .trees import blob_id, changed
 
-SCHEMA_VERSION = 3
-# folders: the top-level folders a commit touched ("" for files at the root), newline-separated,
-# so access filtering never needs the full path list of a huge commit (an import of 50,000 pages).
+SCHEMA_VERSION = 4
+# folders: the namespaces a commit touched (Revision.folders_of: "" for a visible file at the root,
+# nothing for hidden ones), each followed by a newline (so none and [""] differ), so access
+# filtering never needs the full path list of a huge commit (an import of 50,000 pages).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS commits (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, author TEXT NOT NULL,
@@ -231,7 +232,7 @@ class HistoryIndex:
                 time=datetime.fromtimestamp(time, UTC),
                 message=message,
                 paths=tuple(paths[seq]),
-                folders=tuple(folders.split("\n")) if folders or path_count else (),
+                folders=tuple(folders.split("\n")[:-1]),
                 path_count=path_count,
             )
             for seq, id_, author, time, message, folders, path_count in rows
@@ -280,12 +281,12 @@ class HistoryIndex:
 
 
 def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str]) -> None:
-    folders = sorted({path.split("/", 1)[0] if "/" in path else "" for path in paths})
+    folders = "".join(f"{folder}\n" for folder in Revision.folders_of(paths))
     message, moves = split_moves(commit.message)
     parent = str(commit.parent_ids[0]) if commit.parent_ids else ""
     seq = db.execute(
         "INSERT INTO commits (id, author, time, message, folders, path_count, parent) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (str(commit.id), commit.author.name, commit.author.time, message, "\n".join(folders), len(paths), parent),
+        (str(commit.id), commit.author.name, commit.author.time, message, folders, len(paths), parent),
     ).lastrowid
     db.executemany("INSERT INTO changes (path, seq) VALUES (?, ?)", [(path, seq) for path in paths])
     if not moves:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from hostcore import And, Not, Or, Phrase, SearchDoc, Tag, Term, parse_query
+from hostcore import And, Not, Or, Phrase, SearchDoc, Tag, Term, ValidationError, parse_query
 from hostcore.testing import SearchConformance
 from hostcore_tantivy import TantivySearch, register_search_backends
 
@@ -36,9 +36,14 @@ def words(text: str) -> list[str]:
         ("(a OR b) tag:X", And((Or((Term("a"), Term("b"))), Tag("x")))),
         ("e-mail", Phrase(("e", "mail"))),
         ('tag:"two words"', Tag("two words")),
-        ("a) b", And((Term("a"), Term("b")))),
-        ("(a b", And((Term("a"), Term("b")))),
     ],
 )
 def test_parse(query: str, tree: object) -> None:
     assert parse_query(query, words) == tree
+
+
+@pytest.mark.parametrize(("query", "says"), [("a) b", "closes no"), ("(a b", "never closed"), ('"a b', "never closed")])
+def test_parse_refuses_what_is_left_open(query: str, says: str) -> None:
+    with pytest.raises(ValidationError, match=says) as err:
+        parse_query(query, words)
+    assert err.value.field == "query"

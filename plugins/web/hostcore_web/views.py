@@ -297,8 +297,23 @@ def search() -> Any:
         except HostcoreError as exc:
             error = str(exc)
     namespaces = host().wiki(reader).list_namespaces()["namespaces"]
+    attachments, related = _beyond_hits(result)
     return page("search.html", person=person, query=query, chosen=namespace, result=result, error=error,
-                namespaces=namespaces, title="Search")  # fmt: skip
+                namespaces=namespaces, title="Search", attachments=attachments, related=related)  # fmt: skip
+
+
+def _beyond_hits(result: Any) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """What search's ``results`` add after its hits, as MCP clients get them: (attachments: title,
+    href to the web's copy, owning page; pages near in meaning: title, href, slug)."""
+    attachments: list[dict[str, str]] = []
+    related: list[dict[str, str]] = []
+    for found in result["results"][len(result["hits"]) :] if result else []:
+        owner = hostcore.split_attachment_url(found["id"])
+        if owner is not None:
+            attachments.append({"title": found["title"], "href": render.file_href(*owner), "page": owner[0]})
+        else:
+            related.append({"title": found["title"], "href": found["url"], "page": found["id"]})
+    return attachments, related
 
 
 @bp.route("/_/changes")

@@ -10,6 +10,7 @@ import http.cookiejar
 import json
 import re
 import secrets
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import httpx
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
@@ -174,6 +176,34 @@ def test_open_a_search_hits_url_and_search(browser, served):
     browser.screenshot("web-search")
     browser.click_and_wait(hits[0])
     assert browser.find_element(By.TAG_NAME, "h1").text in ("Guide", "Setup")
+
+
+def test_web_search_gives_the_answer_mcp_search_gives(browser, served):
+    """Attachment text that MCP search finds (its ChatGPT-style results) is on the web search page
+    too, from the same service call; and nothing found is a sentence, not a numbered item."""
+    status, ticket = mcp(served.base, served.token, "upload_attachment", {"slug": "notes/setup", "filename": "runbook.txt"})
+    assert status == 200
+    with httpx.Client(timeout=60) as http:
+        posted = http.post(ticket["upload_url"], files={"file": ("runbook.txt", b"Feed the quokka twice a day; it naps at noon.")})
+    assert posted.status_code == 201
+    deadline = time.monotonic() + 60
+    while True:  # the passage index takes the upload in the background
+        status, found = mcp(served.base, served.token, "search", {"query": "quokka"})
+        if "/_/files/notes/setup/runbook.txt" in [r["id"] for r in found["results"]] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert found["hits"] == [] and [r["id"] for r in found["results"]] == ["/_/files/notes/setup/runbook.txt"]
+    sign_in(browser, served, "/")
+    browser.get(served.base + "/_/search?q=quokka")
+    shown = browser.find_elements(By.CSS_SELECTOR, "main li > a")
+    assert [a.text for a in shown] == ["runbook.txt"] and not browser.find_elements(By.CSS_SELECTOR, ".nothing")
+    assert "attached to notes/setup" in browser.find_element(By.CSS_SELECTOR, "ul.attachments").text
+    browser.screenshot("web-search-attachments")
+    browser.click_and_wait(shown[0])
+    assert "Feed the quokka" in browser.find_element(By.TAG_NAME, "body").text
+    browser.get(served.base + "/_/search?q=zzqxjv")
+    assert browser.find_element(By.CSS_SELECTOR, "main p.nothing").text == "Nothing found."
+    assert not browser.find_elements(By.CSS_SELECTOR, "main li")
 
 
 def test_browse_a_namespace_with_widgets(browser, served):
