@@ -99,12 +99,10 @@ def authenticate(host: Host) -> Principal | Response:
     return _json_error(401, f"Unauthorized: {reason}", {"WWW-Authenticate": challenge})
 
 
-def step_up(host: Host, principal: Principal) -> Response | None:
+def step_up(host: Host, principal: Principal, data: bytes) -> Response | None:
     """403 ``insufficient_scope`` for a tools/call beyond an OAuth grant's scopes, so the client
     asks the person for more (MCP authorization, scope challenge); the tool's scope is known
     before dispatch. A personal token gets the tool error instead: it cannot step up."""
-    data = request.environ["wsgi.input"].read(int(request.environ.get("CONTENT_LENGTH") or 0))
-    request.environ["wsgi.input"] = io.BytesIO(data)
     try:
         body = json.loads(data)
     except ValueError:
@@ -147,15 +145,16 @@ def mcp_endpoint() -> Any:
         # Stateless: no session to delete and no standalone stream that anything could reach, so
         # say so instead of holding a worker thread open on an idle SSE stream.
         return _json_error(405, "this endpoint is stateless: send requests with POST", {"Allow": "POST"})
-    if request.content_length is None:
-        # a2wsgi passes on only CONTENT_LENGTH bytes: buffer a chunked body, bounded by the limit.
-        data = request.environ["wsgi.input"].read(limit + 1)
-        if len(data) > limit:
-            return _json_error(413, f"Request body is over the limit of {limit} bytes")
-        request.environ["wsgi.input"] = io.BytesIO(data)
-        request.environ["CONTENT_LENGTH"] = str(len(data))
+    # The body is read only now, once the caller is known (a 401 waits for no body), and here in
+    # the view, where a body that does not arrive in time becomes the server's 408 (see operators.md).
+    # A chunked one is bounded by the limit; the bridge passes on CONTENT_LENGTH bytes.
+    data = request.environ["wsgi.input"].read(limit + 1 if request.content_length is None else request.content_length)
+    if len(data) > limit:
+        return _json_error(413, f"Request body is over the limit of {limit} bytes")
+    request.environ["wsgi.input"] = io.BytesIO(data)
+    request.environ["CONTENT_LENGTH"] = str(len(data))
     if principal.grant is not None:
-        refused = step_up(host, principal)
+        refused = step_up(host, principal, data)
         if refused is not None:
             return refused
     request.environ[PRINCIPAL_KEY] = principal
