@@ -172,6 +172,21 @@ def test_requests_over_the_limit_get_429_with_retry_after(tmp_path):
     app.extensions["hostcore"].close()
 
 
+def test_each_message_of_a_batch_counts_as_a_request(tmp_path):
+    """A 2025-03-26 batch is one POST but as many requests as it holds messages: a batch cannot
+    multiply what the limit allows."""
+    app = create_app(
+        {**BASE_CONFIG, "RATE_LIMITS": {"requests": "3/minute"}}, instance_path=tmp_path / "instance", plugins=[BearerIsName()]
+    )
+    client = app.test_client()
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-03-26", "Authorization": "Bearer ann"}
+    pings = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(2)]
+    assert [a["id"] for a in client.post("/_/mcp", json=pings, headers=headers).json] == [0, 1]
+    over = client.post("/_/mcp", json=pings, headers=headers)  # its first message is the third request, its second the fourth
+    assert over.status_code == 429 and over.json["error"]["message"].startswith("Too many requests: ann may make 3 per minute")
+    app.extensions["hostcore"].close()
+
+
 # --- settings ---------------------------------------------------------------------------------
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import io
 import json
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from hostcore.domain.principal import SCOPES, Principal, Unauthorized
+from hostcore.mcp import batches
 from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
 
 if TYPE_CHECKING:
@@ -61,7 +63,7 @@ def resource_url(host: Host) -> str:
 
 
 def _json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    response = jsonify({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
+    response = jsonify(batches.error_object(message))
     response.status_code = status
     response.headers.update(headers or {})
     return response
@@ -134,13 +136,9 @@ def mcp_endpoint() -> Any:
     principal = authenticate(host)
     if isinstance(principal, Response):
         return principal
-    wait = host.spend("requests", principal)
-    if wait:
-        return _json_error(
-            429,
-            f"Too many requests: {principal.name} may make {host.limiter.describe('requests')}; retry after {wait} seconds",
-            {"Retry-After": str(wait)},
-        )
+    refused = _spend(host, principal)
+    if refused is not None:
+        return refused
     if request.method != "POST":
         # Stateless: no session to delete and no standalone stream that anything could reach, so
         # say so instead of holding a worker thread open on an idle SSE stream.
@@ -158,7 +156,24 @@ def mcp_endpoint() -> Any:
         if refused is not None:
             return refused
     request.environ[PRINCIPAL_KEY] = principal
-    return current_app.extensions["hostcore.mcp"]
+    endpoint = current_app.extensions["hostcore.mcp"]
+    if batches.is_batch(data):
+        answered = batches.answer(request.environ, data, partial(endpoint.answer_one, request.environ), partial(_spend, host, principal))
+        if answered is not None:
+            return answered
+    return endpoint
+
+
+def _spend(host: Host, principal: Principal) -> Response | None:
+    """Count one request against the caller's ``requests`` limit: None within it, else the 429."""
+    wait = host.spend("requests", principal)
+    if not wait:
+        return None
+    return _json_error(
+        429,
+        f"Too many requests: {principal.name} may make {host.limiter.describe('requests')}; retry after {wait} seconds",
+        {"Retry-After": str(wait)},
+    )
 
 
 @bp.route(METADATA_PATH)
