@@ -172,6 +172,21 @@ def test_requests_over_the_limit_get_429_with_retry_after(tmp_path):
     app.extensions["hostcore"].close()
 
 
+def test_each_message_of_a_batch_counts_as_a_request(tmp_path):
+    """A 2025-03-26 batch is one POST but as many requests as it holds messages: a batch cannot
+    multiply what the limit allows."""
+    app = create_app(
+        {**BASE_CONFIG, "RATE_LIMITS": {"requests": "3/minute"}}, instance_path=tmp_path / "instance", plugins=[BearerIsName()]
+    )
+    client = app.test_client()
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-03-26", "Authorization": "Bearer ann"}
+    pings = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(2)]
+    assert [a["id"] for a in client.post("/_/mcp", json=pings, headers=headers).json] == [0, 1]
+    over = client.post("/_/mcp", json=pings, headers=headers)  # its first message is the third request, its second the fourth
+    assert over.status_code == 429 and over.json["error"]["message"].startswith("Too many requests: ann may make 3 per minute")
+    app.extensions["hostcore"].close()
+
+
 # --- settings ---------------------------------------------------------------------------------
 
 
@@ -184,20 +199,20 @@ def test_bad_limits_and_redis_url_are_named_with_the_fix(tmp_path):
         )
     assert err.value.data["problems"] == [
         'RATE_LIMITS.writes: \'lots\' is no rate limit; write it like "60/minute" (per second, minute, hour or day) or "off"',
-        "RATE_LIMITS.request: no rate limit named 'request'; the limits are requests, writes",
+        "RATE_LIMITS.request: no rate limit named 'request'; the limits are requests, writes, registrations",
         "REDIS_URL: 'localhost:6379' must start with redis://, rediss://, unix:// (e.g. redis://127.0.0.1:6379/0), or be empty",
     ]
 
 
 def test_limits_merge_with_the_defaults_and_come_from_the_environment(tmp_path):
     config = load_config(tmp_path, environ={"HOSTCORE_RATE_LIMITS__WRITES": "30/minute"})
-    assert config["RATE_LIMITS"] == {"requests": "300/minute", "writes": "30/minute"}
+    assert config["RATE_LIMITS"] == {"requests": "300/minute", "writes": "30/minute", "registrations": "20/hour"}
 
 
 def test_health_shows_the_limits_to_callers_who_see_every_namespace(tmp_path):
     host = make_host(tmp_path, {"writes": "30/minute"})
     assert host.wiki(principal("read")).health()["rate_limits"] == {
-        "store": "memory", "limits": {"requests": "300 per minute", "writes": "30 per minute"}
+        "store": "memory", "limits": {"requests": "300 per minute", "writes": "30 per minute", "registrations": "20 per hour"}
     }
     assert "rate_limits" not in host.wiki(principal("read", namespaces=["notes"])).health()
     host.close()

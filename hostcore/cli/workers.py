@@ -15,6 +15,9 @@ share plus :data:`SLACK` answers its next request with ``Connection: close``: th
 (HTTP clients do so by themselves) and a less loaded worker takes it. With 64 writers on two
 workers: 32 and 32.
 
+The worker is :class:`hostcore.cli.intake.IntakeWorker`: gthread reading each request in its event
+loop before a thread takes it, so slow clients hold no thread.
+
 ``hostcore serve`` runs this. With gunicorn run by hand, load this module as a config file:
 ``gunicorn -c python:hostcore.cli.workers ...`` (its ``worker_class``, ``pre_fork`` and
 ``child_exit`` are gunicorn settings); without it gunicorn's plain gthread worker runs.
@@ -33,7 +36,7 @@ import struct
 import threading
 from typing import Any
 
-from gunicorn.workers.gthread import ThreadWorker
+from hostcore.cli.intake import IntakeWorker
 
 log = logging.getLogger("hostcore.serve")
 
@@ -76,8 +79,9 @@ class Board:
 BOARD = Board()
 
 
-class Worker(ThreadWorker):
-    """gthread, accepting and keeping connections only up to an even share (see the module)."""
+class Worker(IntakeWorker):
+    """gthread reading requests before a thread takes them (:mod:`hostcore.cli.intake`), accepting
+    and keeping connections only up to an even share (see the module)."""
 
     board: Board | None = None  # given by the master in pre_fork, with the slot
     slot = -1

@@ -50,7 +50,8 @@ SETTINGS: dict[str, Setting] = {
         int, 32 * 1024 * 1024, "free space a write needs on every disk holding the wiki; below it writes are refused"
     ),
     "RATE_LIMITS": Setting(
-        dict, DEFAULT_LIMITS, 'per principal: "requests" and "writes", each like "300/minute" or "off"'
+        dict, DEFAULT_LIMITS, '"requests" and "writes" per principal, "registrations" (OAuth clients) per client '
+        'address; each like "300/minute" or "off"'
     ),
     "TRUSTED_PROXIES": Setting(
         int, 0, "reverse proxies in front of the wiki whose X-Forwarded-For and X-Forwarded-Proto are believed"

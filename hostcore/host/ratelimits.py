@@ -1,7 +1,8 @@
-"""Rate limits per principal: how many requests and writes one caller may make in a window.
+"""Rate limits per principal: how many requests and writes one caller may make in a window (and
+how many OAuth clients one client address may register).
 
 Counted by the ``limits`` library's moving window (at most N hits in any window of the given
-length, so no burst at a window's edge), per principal name, in this process's memory or, when
+length, so no burst at a window's edge), per principal name (or address), in this process's memory or, when
 ``REDIS_URL`` is set, in Redis, shared by every worker and host of the wiki.
 
 When Redis cannot be reached the limits are not dropped: each process counts in its own memory
@@ -32,8 +33,9 @@ log = logging.getLogger("hostcore.ratelimits")
 KINDS = {
     "requests": "MCP requests with an accepted token (initialize and tools/list included); over it: HTTP 429",
     "writes": "calls that change the wiki (a save, edit, delete, move, rename, restore); over it: a rate_limited tool error",
+    "registrations": "OAuth client registrations (RFC 7591) per client address, not per principal; over it: HTTP 429",
 }
-DEFAULT_LIMITS = {"requests": "300/minute", "writes": "60/minute"}
+DEFAULT_LIMITS = {"requests": "300/minute", "writes": "60/minute", "registrations": "20/hour"}
 OFF = "off"
 RETRY_SECONDS = 5.0
 """After Redis failed, count in memory this long before trying Redis again (no timeout per call)."""

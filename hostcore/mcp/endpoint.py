@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import inspect
+import io
 import json
 import logging
 import uuid
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore.mcp")
 
 PRINCIPAL_KEY = "hostcore.principal"
+BATCHED_KEY = "hostcore.batched"
 
 INSTRUCTIONS = """\
 This is a hostcore wiki: Markdown pages in namespaces (slug = namespace/page), shared by people and
@@ -185,6 +187,18 @@ class McpEndpoint:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         return self._bridge(environ, start_response)
 
+    def answer_one(self, environ: dict[str, Any], message: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+        """(status, headers, body) of one message of a batch, POSTed with the batch's ``environ``
+        (see :mod:`hostcore.mcp.batches`); always a plain JSON answer, never an SSE stream."""
+        answered: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], _exc_info: Any = None) -> None:
+            answered.extend((int(status.split()[0]), headers))
+
+        one = {**environ, "wsgi.input": io.BytesIO(message), "CONTENT_LENGTH": str(len(message)), BATCHED_KEY: True}
+        body = b"".join(self._bridge(one, start_response))
+        return answered[0], answered[1], body
+
     def warm(self) -> None:
         """Make the calling thread's event loop and SDK transport now (see :mod:`hostcore.mcp.bridge`)."""
         self._bridge.warm()
@@ -206,7 +220,7 @@ class McpEndpoint:
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["method"] != "POST":
                 return await streamed(scope, receive, send)
-            if not streams:
+            if not streams or scope["wsgi_environ"].get(BATCHED_KEY):
                 return await plain(scope, receive, send)
             message = await receive()  # the bridge hands the whole body over at once
             chosen = streamed if _streams(scope, message.get("body", b""), streams) else plain

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import io
 import json
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from hostcore.domain.principal import SCOPES, Principal, Unauthorized
+from hostcore.mcp import batches
 from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
 
 if TYPE_CHECKING:
@@ -61,7 +63,7 @@ def resource_url(host: Host) -> str:
 
 
 def _json_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    response = jsonify({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}})
+    response = jsonify(batches.error_object(message))
     response.status_code = status
     response.headers.update(headers or {})
     return response
@@ -99,12 +101,10 @@ def authenticate(host: Host) -> Principal | Response:
     return _json_error(401, f"Unauthorized: {reason}", {"WWW-Authenticate": challenge})
 
 
-def step_up(host: Host, principal: Principal) -> Response | None:
+def step_up(host: Host, principal: Principal, data: bytes) -> Response | None:
     """403 ``insufficient_scope`` for a tools/call beyond an OAuth grant's scopes, so the client
     asks the person for more (MCP authorization, scope challenge); the tool's scope is known
     before dispatch. A personal token gets the tool error instead: it cannot step up."""
-    data = request.environ["wsgi.input"].read(int(request.environ.get("CONTENT_LENGTH") or 0))
-    request.environ["wsgi.input"] = io.BytesIO(data)
     try:
         body = json.loads(data)
     except ValueError:
@@ -136,30 +136,44 @@ def mcp_endpoint() -> Any:
     principal = authenticate(host)
     if isinstance(principal, Response):
         return principal
-    wait = host.spend("requests", principal)
-    if wait:
-        return _json_error(
-            429,
-            f"Too many requests: {principal.name} may make {host.limiter.describe('requests')}; retry after {wait} seconds",
-            {"Retry-After": str(wait)},
-        )
+    refused = _spend(host, principal)
+    if refused is not None:
+        return refused
     if request.method != "POST":
         # Stateless: no session to delete and no standalone stream that anything could reach, so
         # say so instead of holding a worker thread open on an idle SSE stream.
         return _json_error(405, "this endpoint is stateless: send requests with POST", {"Allow": "POST"})
-    if request.content_length is None:
-        # a2wsgi passes on only CONTENT_LENGTH bytes: buffer a chunked body, bounded by the limit.
-        data = request.environ["wsgi.input"].read(limit + 1)
-        if len(data) > limit:
-            return _json_error(413, f"Request body is over the limit of {limit} bytes")
-        request.environ["wsgi.input"] = io.BytesIO(data)
-        request.environ["CONTENT_LENGTH"] = str(len(data))
+    # The body is read only now, once the caller is known (a 401 waits for no body), and here in
+    # the view, where a body that does not arrive in time becomes the server's 408 (see operators.md).
+    # A chunked one is bounded by the limit; the bridge passes on CONTENT_LENGTH bytes.
+    data = request.environ["wsgi.input"].read(limit + 1 if request.content_length is None else request.content_length)
+    if len(data) > limit:
+        return _json_error(413, f"Request body is over the limit of {limit} bytes")
+    request.environ["wsgi.input"] = io.BytesIO(data)
+    request.environ["CONTENT_LENGTH"] = str(len(data))
     if principal.grant is not None:
-        refused = step_up(host, principal)
+        refused = step_up(host, principal, data)
         if refused is not None:
             return refused
     request.environ[PRINCIPAL_KEY] = principal
-    return current_app.extensions["hostcore.mcp"]
+    endpoint = current_app.extensions["hostcore.mcp"]
+    if batches.is_batch(data):
+        answered = batches.answer(request.environ, data, partial(endpoint.answer_one, request.environ), partial(_spend, host, principal))
+        if answered is not None:
+            return answered
+    return endpoint
+
+
+def _spend(host: Host, principal: Principal) -> Response | None:
+    """Count one request against the caller's ``requests`` limit: None within it, else the 429."""
+    wait = host.spend("requests", principal)
+    if not wait:
+        return None
+    return _json_error(
+        429,
+        f"Too many requests: {principal.name} may make {host.limiter.describe('requests')}; retry after {wait} seconds",
+        {"Retry-After": str(wait)},
+    )
 
 
 @bp.route(METADATA_PATH)

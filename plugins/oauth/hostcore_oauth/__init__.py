@@ -24,6 +24,7 @@ SETTINGS = {
     "refresh_token_days": Setting(int, 30, "how long an unused grant (its refresh token) lasts"),
     "code_seconds": Setting(int, 120, "how long an authorization code may wait to be exchanged"),
     "dynamic_registration": Setting(bool, True, "accept RFC 7591 registrations (clients without a metadata document)"),
+    "pending_client_seconds": Setting(int, 86400, "how long a registered client is kept until an authorization completes with it"),
     "metadata_max_bytes": Setting(int, 5120, "largest client ID metadata document fetched"),
     "metadata_timeout_seconds": Setting(float, 5.0, "time limit of fetching one metadata document"),
     "metadata_allow_loopback": Setting(bool, False, "tests only: fetch metadata documents over http from loopback"),

@@ -18,12 +18,14 @@ from authlib.oauth2.rfc6749 import ClientMixin, InvalidGrantError, InvalidReques
 from authlib.oauth2.rfc6749.errors import InvalidClientError, OAuth2Error
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc7009 import RevocationEndpoint
-from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
+from authlib.oauth2.rfc7591 import ClientMetadataClaims, ClientRegistrationEndpoint
+from authlib.oauth2.rfc7591.errors import InvalidClientMetadataError
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import request as flask_request
+from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 
 from hostcore import SCOPES, Principal
-from hostcore_oauth import store
+from hostcore_oauth import registration, store
 from hostcore_oauth.fetch import Refused, fetch_json
 
 PATHS = {
@@ -253,15 +255,43 @@ class Revocation(RevocationEndpoint):
             self.server.grants.revoke_access(token["token"])
 
 
+class ClientClaims(ClientMetadataClaims):
+    """Authlib's checks of registered metadata, but for the redirect URIs, which
+    :func:`registration.check_redirect_uris` checks (Authlib refuses RFC 8252's
+    ``com.example.app:/callback``, a native app's own scheme without a host)."""
+
+    def validate_redirect_uris(self) -> None:
+        pass
+
+
 class Registration(ClientRegistrationEndpoint):
     """RFC 7591 open registration, for clients that do not publish a metadata document."""
 
     server: OAuthServer
 
+    def __init__(self, server: OAuthServer) -> None:
+        super().__init__(server, claims_classes=[ClientClaims])
+
     def authenticate_token(self, request: Any) -> bool:
+        """Whether registration is open; Authlib's first step, so an oversized request is
+        refused here, before its body is read."""
         if not self.server.settings["dynamic_registration"]:
             raise InvalidRequestError("dynamic client registration is off here; use a client ID metadata document")
+        length = flask_request.content_length
+        if length is not None and length > registration.MAX_BYTES:
+            raise InvalidClientMetadataError(f"the registration is {length} bytes; at most {registration.MAX_BYTES}")
+        flask_request.max_content_length = registration.MAX_BYTES  # a chunked one: read no further
         return True
+
+    def extract_client_metadata(self, request: Any) -> dict[str, Any]:
+        try:
+            data = request.payload.data
+        except UnsupportedMediaType:
+            raise InvalidClientMetadataError("send the client metadata as JSON (Content-Type: application/json)") from None
+        except HTTPException:  # a chunked body over the limit is cut short there, so it does not parse
+            raise InvalidClientMetadataError(f"the registration is not JSON of at most {registration.MAX_BYTES} bytes") from None
+        registration.check_client_metadata(data)
+        return dict(super().extract_client_metadata(request))
 
     def get_server_metadata(self) -> dict[str, Any]:
         return self.server.metadata()
@@ -274,16 +304,21 @@ class Registration(ClientRegistrationEndpoint):
         return None if method == "none" else secrets.token_urlsafe(32)
 
     def save_client(self, client_info: dict[str, Any], client_metadata: dict[str, Any], request: Any) -> Client:
-        uris = client_metadata.get("redirect_uris") or []
-        if not uris:
-            raise InvalidClientMetadata("redirect_uris: give at least one redirect URI")
         method = client_metadata.get("token_endpoint_auth_method") or "client_secret_basic"
         if method not in AUTH_METHODS:
-            raise InvalidClientMetadata(f"token_endpoint_auth_method: use one of {', '.join(AUTH_METHODS)}")
+            raise InvalidClientMetadataError(f"token_endpoint_auth_method: use one of {', '.join(AUTH_METHODS)}")
+        address = registration.address_key(flask_request.remote_addr)
+        wait = self.server.host.limiter.wait("registrations", address)
+        if wait:
+            raise TooManyRegistrations(
+                f"too many client registrations from {address}: at most {self.server.host.limiter.describe('registrations')}; "
+                f"retry after {wait} seconds", wait,
+            )  # fmt: skip
         record = {**client_metadata, "token_endpoint_auth_method": method, "source": "dcr",
                   "secret": store.digest(client_info["client_secret"]) if client_info.get("client_secret") else None,
                   "created": time.time()}  # fmt: skip
-        self.server.shared.put(store.CLIENT, client_info["client_id"], record, ttl=self.server.grants.refresh_seconds)
+        # Kept pending_client_seconds until a token is issued to it (save_token keeps it longer).
+        store.save_registered_client(self.server.shared, client_info["client_id"], record, self.server.settings["pending_client_seconds"])
         return Client(client_info["client_id"], record)
 
     def generate_client_info(self, request: Any) -> dict[str, Any]:
@@ -293,28 +328,39 @@ class Registration(ClientRegistrationEndpoint):
         return info
 
 
-class InvalidClientMetadata(OAuth2Error):
-    error = "invalid_client_metadata"
+class TooManyRegistrations(OAuth2Error):
+    """429: this address registered as many clients as RATE_LIMITS.registrations allows."""
+
+    error = "temporarily_unavailable"
+    status_code = 429
+
+    def __init__(self, description: str, wait: int) -> None:
+        super().__init__(description)
+        self.wait = wait
+
+    def get_headers(self) -> list[tuple[str, str]]:
+        return [*super().get_headers(), ("Retry-After", str(self.wait))]
 
 
 def check_metadata_document(url: str, document: dict[str, Any]) -> dict[str, Any]:
     """The client record of a client ID metadata document; raises Refused naming what is wrong."""
     if document.get("client_id") != url:
         raise Refused(f"the document's client_id must be its own URL {url!r}, not {document.get('client_id')!r}")
-    uris = document.get("redirect_uris")
-    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) and u for u in uris):
-        raise Refused("the document's redirect_uris must be a non-empty list of URLs")
+    try:
+        uris = registration.check_redirect_uris(document.get("redirect_uris"))
+    except OAuth2Error as error:
+        raise Refused(f"the document's {error.description}") from None
     method = document.get("token_endpoint_auth_method", "none")
     if method != "none":
         raise Refused(f"token_endpoint_auth_method {method!r}: a metadata document client is public (none)")
     name = document.get("client_name")
     return {
-        "client_name": name if isinstance(name, str) and name.strip() else None,
+        "client_name": name[: registration.MAX_TEXT] if isinstance(name, str) and name.strip() else None,
         "redirect_uris": uris,
         "token_endpoint_auth_method": "none",
         "grant_types": document.get("grant_types") or ["authorization_code", "refresh_token"],
         "source": "cimd",
-        "client_uri": document.get("client_uri") if isinstance(document.get("client_uri"), str) else None,
+        "client_uri": uri if isinstance(uri := document.get("client_uri"), str) and len(uri) <= registration.MAX_URI else None,
     }
 
 

@@ -3,8 +3,10 @@ Redis with ``REDIS_URL``), so every worker and host sees a grant, a code or a re
 
 Kinds (keys are digests of secrets, never the secrets):
 
-- ``oauth-client``: a registered (RFC 7591) client by its client_id; a client ID metadata
-  document's client is kept under ``oauth-cimd`` by its URL, for as long as its Cache-Control says.
+- ``oauth-client``: a registered (RFC 7591) client by its client_id, for ``pending_client_seconds``
+  (a day) until a token is issued to it, then as long as a grant of it may live; a client ID
+  metadata document's client is kept under ``oauth-cimd`` by its URL, for as long as its
+  Cache-Control says.
 - ``oauth-code``: an authorization code by its SHA-256, for ``code_seconds``; taken once.
 - ``oauth-grant``: what a person approved for one app (scopes, namespaces, audience), by grant id,
   for as long as its refresh token lives. Revoking it deletes it and its access tokens.
@@ -45,6 +47,15 @@ def new_access_token() -> str:
 
 def new_refresh_token() -> str:
     return REFRESH_PREFIX + secrets.token_urlsafe(32)
+
+
+def save_registered_client(shared: SharedState, client_id: str, record: dict[str, Any], ttl: float) -> None:
+    """Keep a registered client for ``ttl`` seconds (a token issued to it keeps it as long as its
+    grants), once the expired clients are gone: SQLite keeps an expired record's bytes until its
+    kind is scanned, and clients are never scanned otherwise."""
+    for kind in (CLIENT, CIMD):
+        shared.scan(kind)
+    shared.put(CLIENT, client_id, record, ttl=ttl)
 
 
 class GrantStore:

@@ -133,3 +133,16 @@ def test_the_fetch_has_a_time_limit():
             fetch_json(f"http://127.0.0.1:{silent.getsockname()[1]}/c.json", allow_loopback=True, max_bytes=5120, timeout=0.5)
     finally:
         silent.close()
+
+
+@pytest.mark.parametrize(
+    "uris, words",
+    [
+        (["http://evil.example/cb"], "redirect_uris[0]: http://evil.example/cb uses http to a host that is not"),
+        ([REDIRECT, "javascript://%0aalert(1)"], "redirect_uris[1]: javascript://%0aalert(1) uses the javascript: scheme"),
+        ([REDIRECT] * 11, "redirect_uris: 11 given; at most 10"),
+    ],
+)
+def test_a_document_with_redirect_uris_a_browser_must_not_be_sent_to_is_refused(client, docs, uris, words):
+    """The same rules as for a registered client (see test_registration.py)."""
+    refused(client, docs.publish("/unsafe.json", uris), words)
