@@ -29,6 +29,9 @@ EMBEDDED_STORAGE = "git"
 EMBEDDED_SEARCH = "tantivy"
 EMBEDDED_EMBEDDER = "wordllama"
 
+WELCOME_BODY = "# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with `[[notes/index]]`.\n"
+"""The welcome page ``init`` writes: its wiki-link is an example, in code, so neither a link nor a backlink."""
+
 CONFIG_TEMPLATE = """\
 # hostcore instance configuration. Every key can be overridden by a HOSTCORE_<KEY> variable.
 PLUGINS = {plugins}
@@ -180,7 +183,7 @@ def init(obj: CliContext) -> None:
         wiki.save_page(
             "notes/index",
             title="Welcome",
-            body="# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with [[notes/index]].\n",
+            body=WELCOME_BODY,
         )
     click.echo(f"created {obj.instance}", err=True)
     for line in host.pm.hook.instance_created(host=host):

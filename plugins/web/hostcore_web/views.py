@@ -47,6 +47,7 @@ MERMAID_CSP = (
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )  # mermaid draws SVG with inline styles; scripts stay 'self' only
 _RESERVED = re.compile(r"^[_.]")
+bp.add_app_template_filter(render.snippet_text, "snippet_text")
 
 
 @bp.errorhandler(SignInFirst)
@@ -223,9 +224,12 @@ def namespace_index(namespace: str) -> Any:
         body = rendered(reader, index_slug, index.body, index.hash)
     except NotFound:
         index, body = None, None
+    title_anchor = None
+    if body is not None:
+        body, title_anchor = render.without_title(body, settings.get("title") or namespace)
     built = widgets.build(host(), reader, namespace, settings, index_slug, request.args.get("month"))
     html = page(
-        "namespace.html", namespace, person=person, index=index, body=body, widgets=built,
+        "namespace.html", namespace, person=person, index=index, body=body, widgets=built, title_anchor=title_anchor,
         title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
     )  # fmt: skip
     return html_response(html, bool(body and body.mermaid))
@@ -270,8 +274,10 @@ def read(namespace: str, rest: str) -> Any:
             abort(404)
         raise
     body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
+    body, title_anchor = render.without_title(body, window["title"])
     html = page(
-        "page.html", namespace, person=person, slug=slug, doc=window, body=body, revision=window.get("revision"),
+        "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
+        revision=window.get("revision"),
         section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),
         preview=body.image,
     )  # fmt: skip
