@@ -250,10 +250,3 @@ def test_the_link_graph_counts_the_links_the_page_shows(body):
     shown = set(re.findall(r'class="wikilink[^"]*" href="/([^"#]*)', render(body, "a/p", set).html))
     assert set(wiki_links(body, "a/p")) == shown
     assert "a/x" not in shown and ("[[a/y]]" not in body or shown == {"a/y"})
-
-
-def test_the_welcome_page_shows_its_link_as_an_example():
-    from hostcore.cli.commands import WELCOME_BODY
-
-    assert wiki_links(WELCOME_BODY, "notes/index") == []
-    assert "<code>[[notes/index]]</code>" in render(WELCOME_BODY, "notes/index", set).html
