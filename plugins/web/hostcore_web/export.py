@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xml_escape
 
-import click
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hostcore import SYSTEM, NotFound, Principal, ValidationError, check_namespace
@@ -178,18 +177,3 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
     (out / "robots.txt").write_text(robots, encoding="utf-8")
     return {"namespace": namespace, "pages": len(facts), "files": sum(1 for p in files.copied.values() if p),
             "folder": str(out), "sitemap": bool(export.get("sitemap")), "noindex": noindex}  # fmt: skip
-
-
-@click.command("export-site")
-@click.option("--namespace", "namespaces", multiple=True, required=True, help="namespace to export; repeat for several")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="folder to write; each namespace goes to a subfolder of its name")  # fmt: skip
-@click.pass_obj
-def export_command(obj: Any, namespaces: tuple[str, ...], out: Path) -> None:
-    """Write namespaces as static HTML (with sitemap.xml and robots.txt per their export settings)."""
-    host = obj.host()
-    for namespace in namespaces:
-        done = export_namespace(host, namespace, out / namespace)
-        click.echo(f"{namespace}: {done['pages']} pages, {done['files']} files -> {done['folder']}"
-                   + (" (noindex)" if done["noindex"] else ""))  # fmt: skip
-
