@@ -84,7 +84,8 @@ def _http_error(exc: HTTPException) -> Any:
         except Exception:  # the page itself failed (shared state out, ...): the plain answer, never a second error
             log.exception("web: drawing the page of an HTTP %s failed", status)
             return exc
-    code = {400: "validation_error", 403: "forbidden", 404: "not_found", 413: "too_large", 429: "rate_limited"}
+    code = {400: "validation_error", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
+            413: "too_large", 429: "rate_limited", 500: "internal_error", 503: "unavailable"}  # fmt: skip
     response = jsonify({"error": {"code": code.get(status, "http_error"), "message": exc.description, "status": status}})
     response.status_code = status
     response.headers.update(headers)

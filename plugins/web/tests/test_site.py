@@ -9,6 +9,10 @@ from pathlib import Path
 
 import hostcore_web
 
+from hostcore import create_app, hookimpl
+
+from .conftest import CONFIG
+
 STATIC = Path(hostcore_web.__file__).parent / "static"
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 
@@ -70,3 +74,23 @@ def test_programs_keep_json_errors(carol):
         assert answer.status_code == 404 and answer.get_json()["error"]["code"] == "not_found", (path, headers)
     refused = carol.put("/_/health", headers=BROWSER)
     assert refused.status_code == 405 and refused.get_json()["error"]["status"] == 405
+
+
+class Boom:
+    @hookimpl
+    def register_routes(self, app, host):
+        @app.route("/_/boom")
+        def boom():
+            raise RuntimeError("a plugin's bug")
+
+
+def test_a_crash_is_the_sites_error_page_too(tmp_path):
+    app = create_app(CONFIG, instance_path=tmp_path / "instance", plugins=[Boom()])
+    try:
+        client = app.test_client()
+        page = client.get("/_/boom", headers=BROWSER)
+        assert page.status_code == 500 and 'class="site"' in page.text and "a plugin's bug" not in page.text
+        program = client.get("/_/boom", headers={"Accept": "application/json"})
+        assert program.status_code == 500 and program.get_json()["error"]["code"] == "internal_error"
+    finally:
+        app.extensions["hostcore"].close()
