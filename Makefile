@@ -1,30 +1,44 @@
 # hostcore: `make serve` starts the wiki on its embedded default; `make test` runs every test.
-# Both install what they need into .venv (Python, with each plugin's test extra where it has one) and
-# .tools (Node 22 + the MCP conformance suite, pinned in tests/conformance/package-lock.json) and,
-# for the tests, the servers they start (Debian's redis-server, chromium and chromium-driver: installed
-# when run as root, else named).
+# `make serve` installs what serving needs into .venv (hostcore and every plugin, quietly). `make install`
+# adds the test tools (each package's test extra: pytest, ruff, mypy, selenium, moto ...); `make test`
+# runs it, then installs .tools (Node 22 + the MCP conformance suite, pinned in
+# tests/conformance/package-lock.json) and the servers the tests start (Debian's redis-server, chromium
+# and chromium-driver: installed when run as root, else named).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PLUGINS := $(sort $(dir $(wildcard plugins/*/setup.cfg)))
-# each plugin editable, with its test extra when its setup.cfg declares one
-PLUGIN_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)$(if $(shell grep -s '^test *=' $(p)setup.cfg),[test])')
+# each plugin editable; for the tests, with its test extra when its setup.cfg declares one
+PLUGIN_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)')
+PLUGIN_TEST_INSTALLS := $(foreach p,$(PLUGINS),-e '$(p)$(if $(shell grep -s '^test *=' $(p)setup.cfg),[test])')
+# pip's errors only: setuptools' notes on editable builds (one or two per package) are not the operator's concern
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --quiet --disable-pip-version-check
 INSTANCE ?= instance
 BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
 MERMAID_VERSION := 11.17.2
 MERMAID := plugins/web/hostcore_web/static/vendor/mermaid.min.js
 
-.PHONY: install serve test lint tools servers bench clean
+.PHONY: install install-serve serve test lint tools servers bench clean
 
-$(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' $(PLUGIN_INSTALLS)
-	touch $@
+# what serving needs
+$(BIN)/.serving: setup.cfg $(wildcard plugins/*/setup.cfg)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing hostcore and its plugins into $(VENV)"
+	@$(PIP_INSTALL) --upgrade pip
+	@$(PIP_INSTALL) -e . $(PLUGIN_INSTALLS)
+	@touch $@
 
-install: $(BIN)/.installed $(MERMAID)
+# and what the tests and linters need: a developer's install
+$(BIN)/.installed: $(BIN)/.serving
+	@echo "installing the test tools into $(VENV)"
+	@$(PIP_INSTALL) -e '.[test]' $(PLUGIN_TEST_INSTALLS)
+	@touch $@
+
+install-serve: $(BIN)/.serving $(MERMAID)
+
+install: install-serve $(BIN)/.installed
 
 # mermaid for the web plugin's diagrams, served from the wiki itself (no CDN); without npm, diagrams stay code
 $(MERMAID):
@@ -36,7 +50,7 @@ $(MERMAID):
 tools:
 	tests/conformance/run.sh --install
 
-serve: install
+serve: install-serve
 	$(BIN)/hostcore --instance $(INSTANCE) init
 	$(BIN)/hostcore --instance $(INSTANCE) serve --bind $(BIND) --workers $(WORKERS)
 

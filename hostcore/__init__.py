@@ -1,77 +1,147 @@
 """hostcore: a wiki that people and AI assistants share.
 
 This module is the public surface: plugins import from here and nowhere else in ``hostcore``.
+
+A name is imported when it is first asked for (PEP 562 ``__getattr__``), so ``import hostcore``
+costs almost nothing, and a process that needs a few names (the CLI before it builds a host, the
+extraction subprocess, a plugin's module) does not load Flask, pydantic, the MCP types or numpy
+for names that do not need them.
 """
 
-from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
-from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
-from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
-from hostcore.domain.query import (
-    And,
-    Not,
-    Or,
-    Phrase,
-    QueryNode,
-    Tag,
-    Term,
-    parse_query,
-    positive_leaves,
-)
-from hostcore.errors import (
-    ConfigError,
-    Conflict,
-    DiskFull,
-    Forbidden,
-    HostcoreError,
-    InsufficientScope,
-    NotFound,
-    RateLimited,
-    StartupError,
-    TooLarge,
-    Unavailable,
-    ValidationError,
-)
-from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite, set_aside, wal
-from hostcore.seams.embed import Embedder, Vectors, unit_rows
-from hostcore.seams.extract import ExtractionFailed, Extractor
-from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.locks import FileLock
-from hostcore.seams.resources import prompt, resource
-from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
-from hostcore.seams.settings import Setting
-from hostcore.seams.shared import SharedState
-from hostcore.seams.storage import (
-    ANY,
-    Change,
-    Delete,
-    Operation,
-    Put,
-    Revision,
-    Storage,
-    blob_hash,
-    check_path,
-    disk_full,
-    out_of_space,
-)
-from hostcore.seams.tool import Tool, tool
-from hostcore.web.sessions import (
-    CSP,
-    LOGIN_PATH,
-    LOGOUT_PATH,
-    check_csrf,
-    csrf_token,
-    current_session,
-    end_session,
-    end_sessions,
-    login_redirect,
-    person,
-    safe_next,
-    sessions_of,
-    sign_in,
-    sign_out,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py keeps the two alike)
+    from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
+    from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
+    from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
+    from hostcore.domain.query import (
+        And,
+        Not,
+        Or,
+        Phrase,
+        QueryNode,
+        Tag,
+        Term,
+        parse_query,
+        positive_leaves,
+    )
+    from hostcore.errors import (
+        ConfigError,
+        Conflict,
+        DiskFull,
+        Forbidden,
+        HostcoreError,
+        InsufficientScope,
+        NotFound,
+        RateLimited,
+        StartupError,
+        TooLarge,
+        Unavailable,
+        ValidationError,
+    )
+    from hostcore.seams.derived import (
+        Rebuild,
+        connect,
+        damaged,
+        file_id,
+        generation,
+        new_generation,
+        recover_sqlite,
+        set_aside,
+        wal,
+    )
+    from hostcore.seams.embed import Embedder, Vectors, unit_rows
+    from hostcore.seams.extract import ExtractionFailed, Extractor
+    from hostcore.seams.hookspecs import hookimpl
+    from hostcore.seams.locks import FileLock
+    from hostcore.seams.resources import prompt, resource
+    from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
+    from hostcore.seams.settings import Setting
+    from hostcore.seams.shared import SharedState
+    from hostcore.seams.storage import (
+        ANY,
+        Change,
+        Delete,
+        Operation,
+        Put,
+        Revision,
+        Storage,
+        blob_hash,
+        check_path,
+        disk_full,
+        out_of_space,
+    )
+    from hostcore.seams.tool import Tool, tool
+    from hostcore.web.sessions import (
+        CSP,
+        LOGIN_PATH,
+        LOGOUT_PATH,
+        check_csrf,
+        csrf_token,
+        current_session,
+        end_session,
+        end_sessions,
+        login_redirect,
+        person,
+        safe_next,
+        sessions_of,
+        sign_in,
+        sign_out,
+    )
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "hostcore.domain.attachments": ("attachment_url", "serving_headers", "split_attachment_url"),
+    "hostcore.domain.pages": ("Page", "check_namespace", "check_slug", "wiki_links"),
+    "hostcore.domain.principal": ("SCOPES", "SYSTEM", "Principal", "Unauthorized"),
+    "hostcore.domain.query": (
+        "And", "Not", "Or", "Phrase", "QueryNode", "Tag", "Term", "parse_query", "positive_leaves",
+    ),
+    "hostcore.errors": (
+        "ConfigError", "Conflict", "DiskFull", "Forbidden", "HostcoreError", "InsufficientScope",
+        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unavailable", "ValidationError",
+    ),
+    "hostcore.seams.derived": (
+        "Rebuild", "connect", "damaged", "file_id", "generation", "new_generation", "recover_sqlite",
+        "set_aside", "wal",
+    ),
+    "hostcore.seams.embed": ("Embedder", "Vectors", "unit_rows"),
+    "hostcore.seams.extract": ("ExtractionFailed", "Extractor"),
+    "hostcore.seams.hookspecs": ("hookimpl",),
+    "hostcore.seams.locks": ("FileLock",),
+    "hostcore.seams.resources": ("prompt", "resource"),
+    "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
+    "hostcore.seams.settings": ("Setting",),
+    "hostcore.seams.shared": ("SharedState",),
+    "hostcore.seams.storage": (
+        "ANY", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
+        "disk_full", "out_of_space",
+    ),
+    "hostcore.seams.tool": ("Tool", "tool"),
+    "hostcore.web.sessions": (
+        "CSP", "LOGIN_PATH", "LOGOUT_PATH", "check_csrf", "csrf_token", "current_session", "end_session",
+        "end_sessions", "login_redirect", "person", "safe_next", "sessions_of", "sign_in", "sign_out",
+    ),
+}
+"""Module -> the public names it defines."""
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hostcore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def create_app(*args, **kwargs):

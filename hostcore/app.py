@@ -13,7 +13,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from hostcore.errors import StartupError
-from hostcore.host.config import Config, not_an_instance, read_config
+from hostcore.host.config import Config, instance_folder, not_an_instance, read_config
 from hostcore.host.files import make_private, private_umask
 from hostcore.host.host import Host, backend_problems, register_backends
 from hostcore.host.logs import configure_logging
@@ -21,11 +21,6 @@ from hostcore.host.plugins import load_plugins
 from hostcore.mcp import files, transport
 from hostcore.service.wiki import Wiki
 from hostcore.web import sessions
-
-
-def instance_folder(path: str | os.PathLike[str] | None = None) -> Path:
-    """``path``, else ``$HOSTCORE_INSTANCE``, else ``./instance``; made absolute."""
-    return Path(path or os.environ.get("HOSTCORE_INSTANCE") or "instance").resolve()
 
 
 def inspect_instance(

@@ -219,6 +219,19 @@ def test_extraction_runs_in_a_limited_subprocess(limited, command, reason):
     assert reason in err.value.message
 
 
+def test_the_time_limit_counts_from_the_extractors_start(instance):
+    """A subprocess that is slow to start (here: its extractor's module takes longer to import than
+    the whole limit, as any import does on a busy machine) still gets the whole limit to extract."""
+    from tests import slow_start_extractor
+
+    assert slow_start_extractor.IMPORT_SECONDS > 2
+    app = instance({"EXTRACT_TIMEOUT_SECONDS": 2}, plugins=(slow_start_extractor,))
+    wiki = app.extensions["hostcore"].wiki(SYSTEM)
+    done = upload(wiki, "notes/plan", "file.bin", b"\x00payload")
+    assert done["text_status"] == "extracted", done
+    assert wiki.read_attachment("notes/plan", "file.bin")["body"] == "bytes: 8"
+
+
 def test_text_is_extracted_once_per_blob(limited):
     wiki = limited.wiki(SYSTEM)
     data = b"\x00" + b"payload" * 10

@@ -91,7 +91,7 @@ def test_hook_register_commands(tmp_path, monkeypatch):
     import hostcore.cli.commands as cli_module
 
     original = cli_module.make_plugin_manager
-    monkeypatch.setattr(cli_module, "make_plugin_manager", lambda names: original(names, [Commands()]))
+    monkeypatch.setattr(cli_module, "make_plugin_manager", lambda names, **kw: original(names, [Commands()], **kw))
     main._loaded = None
     result = CliRunner().invoke(main, ["hello", "--instance", str(inst)])
     assert result.exit_code == 0, result.output
@@ -107,10 +107,10 @@ class FirstRun:
 
 
 def test_hook_instance_created(tmp_path, monkeypatch):
-    import hostcore.cli.commands as cli_module
+    import hostcore.app as app_module  # the CLI imports build_host from it when a command runs
 
-    original = cli_module.build_host
-    monkeypatch.setattr(cli_module, "build_host", lambda instance, *a, **k: original(instance, None, [FirstRun()]))
+    original = app_module.build_host
+    monkeypatch.setattr(app_module, "build_host", lambda instance, *a, **k: original(instance, None, [FirstRun()]))
     result = CliRunner().invoke(main, ["--instance", str(tmp_path / "fresh"), "init"])
     assert result.exit_code == 0, result.output
     assert "first run of fresh\n" in result.stdout and "First admin token" in result.stdout

@@ -94,6 +94,16 @@ def test_wiki_links():
     assert wiki_links(body, "notes/x") == ["notes/a", "notes/b", "other/c"]
 
 
+def test_the_welcome_page_shows_its_link_as_an_example():
+    """`hostcore init`'s welcome page writes a wiki-link as an example: code, not a link (nor a backlink)."""
+    from hostcore_web.render import render
+
+    from hostcore.cli.commands import WELCOME_BODY
+
+    assert wiki_links(WELCOME_BODY, "notes/index") == []
+    assert "<code>[[notes/index]]</code>" in render(WELCOME_BODY, "notes/index", set).html
+
+
 def test_sections():
     body = "intro\n# A\na text\n## A1\nsub\n# B\nb text\n```\n# not a heading\n```\n"
     assert [h[1] for h in headings(body)] == ["A", "A1", "B"]

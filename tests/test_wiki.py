@@ -46,6 +46,39 @@ def test_stale_basehash_conflict_carries_hash_and_body(wiki, host):
     assert snapshot(host) == before
 
 
+STALE = "0" * 40
+
+
+@pytest.mark.parametrize(
+    ("tool", "call", "advice"),
+    [
+        ("save_page", lambda w, h: w.save_page("notes/c", basehash=h, body="mine"), "merge your change into the current body"),
+        ("edit_page", lambda w, h: w.edit_page("notes/c", h, [{"oldText": "x", "newText": "y"}]), "read_page it again"),
+        ("move_page", lambda w, h: w.move_page("notes/c", "notes/elsewhere", h), "read_page it again"),
+        ("rename_page", lambda w, h: w.rename_page("notes/c", "Elsewhere", h), "read_page it again"),
+        ("delete_page", lambda w, h: w.delete_page("notes/c", basehash=h), "read_page it again"),
+    ],
+)
+def test_each_page_tools_conflict_says_what_to_do(wiki, host, tool, call, advice):
+    """Only save_page's conflict carries the current body; the others' say how to get it, and
+    none on a page that is gone advises omitting a basehash the tool requires."""
+    current = wiki.save_page("notes/c", body="theirs")["hash"]
+    before = snapshot(host)
+    with pytest.raises(Conflict) as err:
+        call(wiki, STALE)
+    stale = err.value
+    assert stale.field == "basehash" and stale.data["hash"] == current and advice in stale.message, stale
+    assert ("body" in stale.data) == (tool == "save_page") and "here" not in stale.message, stale
+    assert snapshot(host) == before
+
+    wiki.delete_page("notes/c")
+    with pytest.raises(Conflict) as err:
+        call(wiki, current)
+    gone = err.value
+    assert gone.data == {"hash": ""} and "no longer exists" in gone.message, gone
+    assert ("omit basehash" in gone.message) == (tool == "save_page"), gone
+
+
 def test_create_existing_conflicts(wiki):
     first = wiki.save_page("notes/a", body="one")
     with pytest.raises(Conflict) as err:

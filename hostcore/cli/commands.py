@@ -11,25 +11,31 @@ import ipaddress
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
 
-from hostcore.app import build_host, inspect_instance, instance_folder, serving_app
 from hostcore.cli.migration import export_command, import_command
 from hostcore.cli.state import backup_command, doctor_command, restore_command
-from hostcore.domain.principal import SYSTEM
 from hostcore.errors import HostcoreError
-from hostcore.host.config import CONFIG_FILE, load_config, not_an_instance
+from hostcore.host.config import CONFIG_FILE, instance_folder, load_config, not_an_instance
 from hostcore.host.files import exposed, listing, private_umask
-from hostcore.host.host import Host
 from hostcore.host.plugins import describe, make_plugin_manager
+
+if TYPE_CHECKING:
+    from hostcore.host.host import Host
+
+# A command imports what it uses (the app: Flask, the MCP SDK, the tools) when it runs, so that
+# `hostcore --help`, and the commands that need no host, start in a fraction of a second.
 
 EMBEDDED_PLUGINS = ["git", "tokens", "tantivy", "docs", "wordllama", "accounts", "oauth", "web"]
 EMBEDDED_STORAGE = "git"
 EMBEDDED_SEARCH = "tantivy"
 EMBEDDED_EMBEDDER = "wordllama"
+
+WELCOME_BODY = "# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with `[[notes/index]]`.\n"
+"""The welcome page ``init`` writes: its wiki-link is an example, in code, so neither a link nor a backlink."""
 
 CONFIG_TEMPLATE = """\
 # hostcore instance configuration. Every key can be overridden by a HOSTCORE_<KEY> variable.
@@ -57,6 +63,8 @@ class CliContext:
         self._host: Host | None = None
 
     def host(self) -> Host:
+        from hostcore.app import build_host
+
         if self._host is None:
             self._host = build_host(self.instance)
         return self._host
@@ -112,13 +120,14 @@ class HostcoreGroup(click.Group):
         self._loaded, self._load_error = instance, None
         try:
             config = load_config(instance)
-            pm = make_plugin_manager(config["PLUGINS"])
+            self._load_error = not_an_instance(instance, config)
+            if self._load_error:
+                self._loaded = None  # `init` may make it one: look again next time
+                return  # and nothing names a plugin yet
+            pm = make_plugin_manager(config["PLUGINS"], defaults=False)
         except HostcoreError as exc:
             self._load_error = exc  # built-in commands still work; `hostcore check` explains
             return
-        self._load_error = not_an_instance(instance, config)
-        if self._load_error:
-            self._loaded = None  # `init` may make it one: look again next time
         pm.hook.register_commands(cli=self)
         for command in self.commands.values():
             _add_instance_option(command)
@@ -156,6 +165,8 @@ def main(ctx: click.Context) -> None:
 @click.pass_obj
 def init(obj: CliContext) -> None:
     """Create an instance folder with the embedded defaults and print the first admin token."""
+    from hostcore.domain.principal import SYSTEM
+
     config = obj.instance / CONFIG_FILE
     if config.exists():
         click.echo(f"{obj.instance} is already an instance; keeping it", err=True)
@@ -183,7 +194,7 @@ def init(obj: CliContext) -> None:
         wiki.save_page(
             "notes/index",
             title="Welcome",
-            body="# Welcome\n\nThis wiki is shared by people and AI assistants. Link pages with [[notes/index]].\n",
+            body=WELCOME_BODY,
         )
     click.echo(f"created {obj.instance}", err=True)
     for line in host.pm.hook.instance_created(host=host):
@@ -249,6 +260,7 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     """Serve the wiki with gunicorn. PUBLIC_URL, unless set, is derived from --bind."""
     from gunicorn.app.base import BaseApplication
 
+    from hostcore.app import build_host, serving_app
     from hostcore.cli.workers import SETTINGS as BALANCED
 
     instance = obj.instance
@@ -301,6 +313,8 @@ def host_problems(host: Host) -> list[str]:
 @click.pass_obj
 def check(obj: CliContext) -> None:
     """Validate the instance's config, plugins, files and shared state; name every problem."""
+    from hostcore.app import build_host, inspect_instance
+
     problems: list[str] = []
     try:
         problems += inspect_instance(obj.instance)[2]
@@ -336,6 +350,7 @@ def plugins_(obj: CliContext) -> None:
 @click.pass_obj
 def tools_(obj: CliContext, markdown: bool) -> None:
     """List the instance's MCP tools (with --markdown: the tool reference)."""
+    from hostcore.app import build_host
     from hostcore.cli.reference import render
 
     host = build_host(obj.instance, start=False)
@@ -355,6 +370,7 @@ def reindex(obj: CliContext) -> None:
     Works on any instance whose storage is readable: damaged index files are set aside as the host
     opens them, and the start-up hooks (which would rebuild in the background) do not run.
     """
+    from hostcore.app import build_host
     from hostcore.domain.pages import slug_from_path
     from hostcore.indexes.indexer import catch_up_links, catch_up_search
 
@@ -383,6 +399,8 @@ def reindex(obj: CliContext) -> None:
 @click.pass_obj
 def status(obj: CliContext) -> None:
     """Show the state of the derived indexes: the passage index's documents, passages and pending."""
+    from hostcore.app import build_host
+
     host = build_host(obj.instance, start=False)
     try:
         state = host.passages.status()

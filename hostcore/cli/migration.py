@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from hostcore.app import build_host
 from hostcore.errors import HostcoreError
 from hostcore.host.config import CONFIG_FILE
-from hostcore.host.host import Host
-from hostcore.service.migration import export_wiki, import_wiki
 
 if TYPE_CHECKING:
     from hostcore.cli.commands import CliContext
+    from hostcore.host.host import Host
 
 STATE_FILE = "import-state.json"  # in the target instance's folder: how far an import got
 
@@ -57,6 +55,8 @@ def _storage_host(obj: CliContext) -> Iterator[tuple[Host, ProgressBar]]:
             f"{obj.instance} has no {CONFIG_FILE}; name the instance with --instance (for a new target, write its "
             f"{CONFIG_FILE} naming STORAGE first)"
         )
+    from hostcore.app import build_host  # imported when a command runs: `hostcore --help` needs none of it
+
     bar = ProgressBar()
     try:
         host = build_host(obj.instance, start=False)
@@ -77,6 +77,8 @@ def export_command(obj: CliContext, folder: Path) -> None:
 
     Only reads: the wiki may keep serving. `hostcore import` reads FOLDER into another instance.
     """
+    from hostcore.service.migration import export_wiki
+
     with _storage_host(obj) as (host, bar):
         done = export_wiki(host.storage, folder, bar)
     click.echo(
@@ -95,6 +97,8 @@ def import_command(obj: CliContext, folder: Path, replace: bool) -> None:
     Checks the whole export first; replays its history change by change where the storage keeps
     history. Interrupted, it resumes when run again on the same export.
     """
+    from hostcore.service.migration import import_wiki
+
     state = obj.instance / STATE_FILE
     with _storage_host(obj) as (host, bar):
         done = import_wiki(host.storage, folder, state, replace=replace, progress=bar)

@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 
 import click
 
-from hostcore.app import build_host
 from hostcore.host.backups import backup, repair, restore
 from hostcore.host.shared import SqliteShared
 from hostcore.seams.shared import SharedState
@@ -26,6 +25,8 @@ def _by_kind(counts: Counter[str]) -> str:
 def _on_shared(obj: Any, action: Callable[[SharedState], T]) -> tuple[T, str]:
     """``action``'s result on the instance's shared state (the host built, not started, then
     closed), and where that state lives."""
+    from hostcore.app import build_host
+
     host = build_host(obj.instance, start=False)
     try:
         return action(host.shared), str(host.shared.path) if isinstance(host.shared, SqliteShared) else "Redis (REDIS_URL)"
@@ -68,6 +69,8 @@ def doctor_command(obj: Any) -> None:
     renamed. Records that could not be read are named by kind: restore them from a backup
     (`hostcore restore FILE`) or make them again.
     """
+    from hostcore.app import build_host
+
     host = build_host(obj.instance, start=False)
     try:
         if not isinstance(host.shared, SqliteShared):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -301,19 +302,72 @@ def _load_front(text: str) -> Any:
 # --- wiki-links ---------------------------------------------------------------------------
 
 _FENCE = re.compile(r"^(```|~~~)")
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})(.*)$")
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?: +|$)")
+_ITEM_STARTS = frozenset("-*+0123456789")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)")  # a run of backticks to the next run of the same length
 _LINK = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
 
 
-def outside_code(body: str) -> list[str]:
-    lines, fenced = [], False
+def _code_lines(body: str) -> Iterator[tuple[str, bool]]:
+    """Each line of ``body`` and whether it is code as CommonMark reads it: in a fenced block
+    (closed by a fence of the same character, at least as long) or an indented one (four spaces
+    past the margin, or past a list item's text, after a blank line)."""
+    if "`" not in body and "~" not in body and "\n " not in body and "\n\t" not in body and body[:1] not in (" ", "\t"):
+        yield from ((line, False) for line in body.split("\n"))  # no fence, no indented line: no code
+        return
+    fence = None  # the opening fence while inside a fenced block
+    blank, indented = True, False
+    margin = 0  # where text starts: 0, or the column of the list item's text while in a list
     for line in body.split("\n"):
-        if _FENCE.match(line.lstrip()):
-            fenced = not fenced
+        if fence is not None:
+            closing = line.lstrip(" ")
+            if len(line) - len(closing) <= 3 + margin and closing.startswith(fence) and not closing.rstrip().strip(fence[0]):
+                fence = None
+            yield line, True
             continue
-        if not fenced:
-            lines.append(_CODE_SPAN.sub("", line) if "`" in line else line)
-    return lines
+        if not line or line.isspace():
+            blank = True
+            yield line, indented
+            continue
+        text, indent = line, 0
+        if line[0] in " \t":
+            text = line.expandtabs(4)
+            indent = len(text) - len(text.lstrip(" "))
+            if indent >= margin + 4 and (blank or indented):
+                indented, blank = True, False
+                yield line, True
+                continue
+        first = text[indent]
+        if first in "`~" and indent - min(indent, margin) <= 3:
+            m = _FENCE_OPEN.match(text, indent)
+            if m is not None and not (first == "`" and "`" in m.group(2)):
+                fence, blank, indented = m.group(1), False, False
+                yield line, True
+                continue
+        item = _LIST_ITEM.match(text, indent) if first in _ITEM_STARTS else None
+        if item is not None:
+            margin = item.end() if item.end() < len(text) else indent + 2
+        elif blank and indent < margin:
+            margin = 0  # a paragraph left of the list's text after a blank line ends the list
+        blank, indented = False, False
+        yield line, False
+
+
+def _spans(line: str) -> list[str]:
+    """``line`` cut into text and code spans, alternately: even items are text, odd ones code."""
+    if "`" not in line:
+        return [line]
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(line):
+        out += [line[pos : m.start()], m.group(0)]
+        pos = m.end()
+    return [*out, line[pos:]]
+
+
+def outside_code(body: str) -> list[str]:
+    """The lines of ``body`` outside code blocks, each without its code spans: where links are links."""
+    return [line if "`" not in line else "".join(_spans(line)[::2]) for line, code in _code_lines(body) if not code]
 
 
 def resolve_link(target: str, from_slug: str) -> str:
@@ -325,10 +379,11 @@ def resolve_link(target: str, from_slug: str) -> str:
 def wiki_links(body: str, from_slug: str) -> list[str]:
     """Targets of the ``[[slug]]``, ``[[slug|label]]`` and ``[[slug#heading]]`` links, in order, once each."""
     seen: dict[str, None] = {}  # in order, and a lookup that stays cheap for a page of many links
-    for line in outside_code(body):
-        if "[[" in line:
-            for m in _LINK.finditer(line):
-                seen.setdefault(resolve_link(m.group(1), from_slug))
+    for line, code in _code_lines(body):
+        if code or "[[" not in line:
+            continue
+        for m in _LINK.finditer(line if "`" not in line else "".join(_spans(line)[::2])):
+            seen.setdefault(resolve_link(m.group(1), from_slug))
     return list(seen)
 
 
@@ -342,13 +397,11 @@ def rewrite_links(body: str, from_slug: str, old: str, new: str) -> str:
         label = f"|{m.group(3)}" if m.group(3) is not None else ""
         return f"[[{new}{heading}{label}]]"
 
-    out, fenced = [], False
-    for line in body.split("\n"):
-        if _FENCE.match(line.lstrip()):
-            fenced = not fenced
-        elif not fenced:
-            parts = re.split(r"(`[^`\n]*`)", line)
-            line = "".join(part if part.startswith("`") else _LINK.sub(swap, part) for part in parts)
+    out = []
+    for line, code in _code_lines(body):
+        if not code and "[[" in line:
+            parts = _spans(line)
+            line = "".join(part if i % 2 else _LINK.sub(swap, part) for i, part in enumerate(parts))
         out.append(line)
     return "\n".join(out)
 

@@ -31,10 +31,11 @@ class Unauthorized(HostcoreError):
 
 @dataclass(frozen=True)
 class Principal:
-    """The caller. ``namespaces`` None means every namespace; ``client`` is the MCP clientInfo name;
-    ``rate_limited`` False exempts it from RATE_LIMITS (counted per ``name``); ``grant`` names the
-    OAuth grant its token comes from (None for a personal token): a call beyond an OAuth grant's
-    scopes is refused with HTTP 403 ``insufficient_scope`` so the client can ask for more."""
+    """The caller. ``namespaces`` None means every namespace; ``client`` is the MCP client's declared
+    name and version (see :mod:`hostcore.mcp.clients`); ``rate_limited`` False exempts it from
+    RATE_LIMITS (counted per ``name``); ``grant`` names the OAuth grant its token comes from (None
+    for a personal token): a call beyond an OAuth grant's scopes is refused with HTTP 403
+    ``insufficient_scope`` so the client can ask for more."""
 
     name: str
     scopes: frozenset[str]

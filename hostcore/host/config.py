@@ -173,6 +173,11 @@ def resolve_secrets(value: Any, where: str = "", problems: list[str] | None = No
     return value
 
 
+def instance_folder(path: str | os.PathLike[str] | None = None) -> Path:
+    """``path``, else ``$HOSTCORE_INSTANCE``, else ``./instance``; made absolute."""
+    return Path(path or os.environ.get("HOSTCORE_INSTANCE") or "instance").resolve()
+
+
 def read_file(instance: Path) -> dict[str, Any]:
     path = instance / CONFIG_FILE
     if not path.exists():

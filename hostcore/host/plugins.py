@@ -30,20 +30,24 @@ def installed_plugins() -> dict[str, metadata.EntryPoint]:
     return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def make_plugin_manager(names: Iterable[str], extra: Iterable[Any] = (), source: str = "PLUGINS") -> pluggy.PluginManager:
-    """A PluginManager with the defaults, the named installed plugins and ``extra`` objects.
+def make_plugin_manager(
+    names: Iterable[str], extra: Iterable[Any] = (), source: str = "PLUGINS", *, defaults: bool = True
+) -> pluggy.PluginManager:
+    """A PluginManager with the defaults (unless ``defaults`` is false: the CLI finding plugins'
+    commands, which no default plugin has, need not import the tools), the named installed
+    plugins and ``extra`` objects.
 
     Raises StartupError naming every unknown plugin name and hook implementation that matches no
     hook (see :func:`load_plugins`).
     """
-    pm, problems = load_plugins(names, extra, source)
+    pm, problems = load_plugins(names, extra, source, defaults=defaults)
     if problems:
         raise StartupError("; ".join(problems), problems=problems)
     return pm
 
 
 def load_plugins(
-    names: Iterable[str], extra: Iterable[Any] = (), source: str = "PLUGINS"
+    names: Iterable[str], extra: Iterable[Any] = (), source: str = "PLUGINS", *, defaults: bool = True
 ) -> tuple[pluggy.PluginManager, list[str]]:
     """The plugin manager of every plugin that loads, and a problem for each that does not.
 
@@ -53,7 +57,7 @@ def load_plugins(
     """
     pm = pluggy.PluginManager("hostcore")
     pm.add_hookspecs(hookspecs)
-    for module in DEFAULT_PLUGINS:
+    for module in DEFAULT_PLUGINS if defaults else ():
         pm.register(__import__(module, fromlist=["_"]), name=module)
     available = installed_plugins()
     problems = []

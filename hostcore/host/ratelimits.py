@@ -13,6 +13,7 @@ by the ``health`` tool) says which store counts now.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -20,13 +21,16 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from limits import RateLimitItem, parse
-from limits.errors import StorageError
-from limits.storage import MemoryStorage, RedisStorage
-from limits.strategies import MovingWindowRateLimiter
-
 if TYPE_CHECKING:
     import redis
+    from limits import RateLimitItem
+    from limits.errors import StorageError
+    from limits.storage import MemoryStorage
+    from limits.strategies import MovingWindowRateLimiter
+
+# The rest of `limits` (its package imports its async storages, a third of a second on a busy
+# machine) loads when a limit is parsed or counted, not with the settings that name the defaults:
+# the CLI reads the settings for every command, `hostcore --help` included.
 
 log = logging.getLogger("hostcore.ratelimits")
 
@@ -44,6 +48,8 @@ RETRY_SECONDS = 5.0
 def parse_limit(value: str) -> RateLimitItem | None:
     """The limit written as ``"300/minute"`` (or ``"10 per second"``, ``"1000/hour"``); None for
     ``"off"``. Raises ValueError for anything else."""
+    from limits import parse
+
     if value.strip().lower() == OFF:
         return None
     item = parse(value)
@@ -61,6 +67,8 @@ def limit_problems(value: Any, where: str) -> list[str]:
         if kind not in KINDS:
             problems.append(f"{where}.{kind}: no rate limit named {kind!r}; the limits are {', '.join(KINDS)}")
             continue
+        if limit == DEFAULT_LIMITS[kind]:
+            continue  # known good, and checking a config that keeps it needs no `limits`
         try:
             if not isinstance(limit, str):
                 raise ValueError(limit)
@@ -73,20 +81,25 @@ def limit_problems(value: Any, where: str) -> list[str]:
     return problems
 
 
-class QuietMemoryStorage(MemoryStorage):
+@functools.cache
+def quiet_memory_storage() -> type[MemoryStorage]:
     """``limits``' memory storage without its expiry thread, which it starts (a 0.01 s
     ``threading.Timer``) on every hit after an idle moment: 0.25 ms a request on a loaded machine,
     against 0.003 ms for the count itself. Instead each hit trims its key's list to the limit (the
     older entries are never consulted), so memory stays bounded by principals x limit."""
+    from limits.storage import MemoryStorage
 
-    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        with self.locks[key]:
-            acquired = super().acquire_entry(key, limit, expiry, amount)
-            del self.events[key][limit:]
-        return acquired
+    class QuietMemoryStorage(MemoryStorage):
+        def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+            with self.locks[key]:
+                acquired = super().acquire_entry(key, limit, expiry, amount)
+                del self.events[key][limit:]
+            return acquired
 
-    def _MemoryStorage__schedule_expiry(self) -> None:
-        """What every hit calls to start the thread (name-mangled in limits 5.x; setup.cfg pins <6)."""
+        def _MemoryStorage__schedule_expiry(self) -> None:
+            """What every hit calls to start the thread (name-mangled in limits 5.x; setup.cfg pins <6)."""
+
+    return QuietMemoryStorage
 
 
 class RateLimiter:
@@ -98,8 +111,14 @@ class RateLimiter:
     """
 
     def __init__(self, limits: Mapping[str, str], redis: redis.Redis | None = None, prefix: str = "hostcore") -> None:
+        from limits.errors import StorageError
+        from limits.storage import RedisStorage
+        from limits.strategies import MovingWindowRateLimiter
+
+        self._storage_error = StorageError
+
         self.items = {kind: item for kind, value in limits.items() if (item := parse_limit(value)) is not None}
-        self.memory = MovingWindowRateLimiter(QuietMemoryStorage())
+        self.memory = MovingWindowRateLimiter(quiet_memory_storage()())
         self.shared: MovingWindowRateLimiter | None = None
         if redis is not None:
             storage = RedisStorage(
@@ -122,7 +141,7 @@ class RateLimiter:
                 self._answered(limiter)
                 return 0
             reset = limiter.get_window_stats(item, kind, who).reset_time
-        except StorageError as exc:
+        except self._storage_error as exc:
             self._failed(exc)
             return self.wait(kind, who)
         self._answered(limiter)

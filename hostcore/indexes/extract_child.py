@@ -1,9 +1,12 @@
 """The extraction subprocess: ``python -m hostcore.indexes.extract_child MODULE:CLASS TYPE MEMORY SECONDS``.
 
-Limits its own address space and CPU time first, then imports the extractor, reads the file
-from standard input and writes ``{"text": ...}`` or ``{"error": reason}`` as JSON to standard
-output. Started by :func:`hostcore.indexes.extraction.run_extractor`, which also kills it when
-the wall-clock limit passes (a sleeping extractor uses no CPU time).
+Limits its own address space first, then imports the extractor and writes one byte (``READY``) to
+standard output; only then does it limit its CPU time, read the file from standard input and write
+``{"text": ...}`` or ``{"error": reason}`` as JSON after it. Started by
+:func:`hostcore.indexes.extraction.run_extractor`, which starts the extraction's wall clock at that
+byte (so the interpreter's start-up and the imports, slow on a busy machine, never count against
+the file) and kills the process when the clock passes the limit (a sleeping extractor uses no CPU
+time).
 """
 
 from __future__ import annotations
@@ -14,34 +17,57 @@ import math
 import resource
 import sys
 
+READY = b"\x06"
 
-def _limit(memory: int, seconds: float) -> None:
+
+def _limit_memory(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    cpu = math.ceil(seconds) + 1
+
+
+def _limit_cpu(seconds: float) -> None:
+    """At most ``seconds`` more CPU time (and a second's grace): what start-up used is not the file's."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = math.ceil(usage.ru_utime + usage.ru_stime + seconds) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _memory_error(memory: int) -> dict[str, str]:
+    return {"error": f"the file needs more than {memory // 2**20} MiB of memory to read (EXTRACT_MEMORY_BYTES)"}
+
+
+def _extractor(target: str) -> object:
+    module_name, _, qualname = target.partition(":")
+    obj: object = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj()  # type: ignore[operator]
 
 
 def main(argv: list[str]) -> int:
     target, media_type, memory, seconds = argv
-    _limit(int(memory), float(seconds))
-    data = sys.stdin.buffer.read()
-    module_name, _, qualname = target.partition(":")
+    _limit_memory(int(memory))
+    answer: dict[str, str] | None = None
     try:
-        obj: object = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        extractor = obj()  # type: ignore[operator]
         from hostcore.seams.extract import ExtractionFailed
 
+        extractor: object = _extractor(target)
+    except MemoryError:
+        answer = _memory_error(int(memory))
+    except Exception as exc:  # an extractor that does not import: report it, never crash silently
+        answer = {"error": f"the extractor failed: {type(exc).__name__}: {exc}"[:500]}
+    sys.stdout.buffer.write(READY)
+    sys.stdout.buffer.flush()
+    _limit_cpu(float(seconds))
+    data = sys.stdin.buffer.read()
+    if answer is None:
         try:
-            answer = {"text": extractor.extract(data, media_type)}
+            answer = {"text": extractor.extract(data, media_type)}  # type: ignore[attr-defined]
         except ExtractionFailed as exc:
             answer = {"error": exc.message}
-    except MemoryError:
-        answer = {"error": f"the file needs more than {int(memory) // 2**20} MiB of memory to read "
-                           "(EXTRACT_MEMORY_BYTES)"}  # fmt: skip
-    except Exception as exc:  # an extractor's bug: report it as the reason, never crash silently
-        answer = {"error": f"the extractor failed: {type(exc).__name__}: {exc}"[:500]}
+        except MemoryError:
+            answer = _memory_error(int(memory))
+        except Exception as exc:  # an extractor's bug: report it as the reason, never crash silently
+            answer = {"error": f"the extractor failed: {type(exc).__name__}: {exc}"[:500]}
     sys.stdout.buffer.write(json.dumps(answer).encode())
     sys.stdout.buffer.flush()
     return 0

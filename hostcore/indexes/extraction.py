@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -26,10 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hostcore.indexes.extract_child import READY
 from hostcore.indexes.sqlite import ThreadLocalDB
 from hostcore.seams.extract import ExtractionFailed, Extractor, choose
 
 Status = Literal["extracted", "unsupported", "failed"]
+START_SECONDS = 120.0
+"""How long the extraction subprocess may take to start and import its extractor: far more than
+it needs (well under a second on an idle machine), only there so a hung import cannot hold a thread."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,13 @@ class Extraction:
 
 def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: float, memory: int) -> str:
     """The text ``extractor`` makes of ``data``, in a subprocess limited to ``timeout`` seconds and
-    ``memory`` bytes of address space. Raises ExtractionFailed with the reason."""
+    ``memory`` bytes of address space. Raises ExtractionFailed with the reason.
+
+    The ``timeout`` clock starts when the subprocess has imported the extractor (it says so with
+    one byte): a busy machine's slow Python start-up is not the file's time, and must not stop an
+    extraction the memory limit would have stopped, or one that would have finished. Start-up has
+    a bound of its own, :data:`START_SECONDS`.
+    """
     cls = type(extractor)
     target = f"{cls.__module__}:{cls.__qualname__}"
     cmd = [sys.executable, "-m", "hostcore.indexes.extract_child", target, media_type, str(memory), str(timeout)]
@@ -53,6 +64,11 @@ def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: f
         cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
     try:
+        if not _started(proc, START_SECONDS):
+            raise ExtractionFailed(
+                f"the {extractor.name} extractor did not start within {START_SECONDS:g} s (the machine is busy, "
+                "or its plugin hangs on import) and was stopped"
+            )
         out, err = proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_session(proc)
@@ -62,6 +78,8 @@ def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: f
         ) from None
     finally:
         _kill_session(proc)  # whatever the extractor started and left behind
+        if proc.returncode is None:
+            proc.communicate()
     try:
         answer = json.loads(out)
     except ValueError:
@@ -77,6 +95,18 @@ def run_extractor(extractor: Extractor, data: bytes, media_type: str, timeout: f
         )
     detail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
     raise ExtractionFailed(f"the {extractor.name} extractor crashed ({detail[0][:300]})")
+
+
+def _started(proc: subprocess.Popen[bytes], limit: float) -> bool:
+    """Wait until the subprocess writes its ready byte (True), exits first (True: its answer, or
+    its crash, is read next) or ``limit`` seconds pass (False). Reads the one byte from the pipe
+    itself, not through the buffered file, so that ``communicate`` reads everything after it."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], limit)
+    if not ready:
+        return False
+    os.read(proc.stdout.fileno(), len(READY))
+    return True
 
 
 def _kill_session(proc: subprocess.Popen[bytes]) -> None:

@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import HostcoreError, InternalError, NotFound
+from hostcore.mcp import clients
 from hostcore.mcp.bridge import ThreadLoopBridge
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.tool import Tool
@@ -107,6 +108,20 @@ def ok_result(t: Tool, result: Any) -> Any:
         text = DATA_FRAME + text
     structured = result if isinstance(result, dict) else None
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
+
+
+def _naming_the_client(send: Any, client_info: Any) -> Any:
+    """``send`` that gives a successful ``initialize`` answer an ``Mcp-Session-Id`` naming the
+    client, which the client sends back with every later request (:mod:`hostcore.mcp.clients`)."""
+
+    async def named(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] == 200:
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"mcp-session-id"]
+            headers.append((b"mcp-session-id", clients.session_id(client_info).encode("ascii")))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return named
 
 
 def _streaming_targets(host: Host) -> dict[str, set[str] | bool]:
@@ -220,10 +235,13 @@ class McpEndpoint:
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["method"] != "POST":
                 return await streamed(scope, receive, send)
-            if not streams or scope["wsgi_environ"].get(BATCHED_KEY):
-                return await plain(scope, receive, send)
             message = await receive()  # the bridge hands the whole body over at once
-            chosen = streamed if _streams(scope, message.get("body", b""), streams) else plain
+            body = message.get("body", b"")
+            batched = scope["wsgi_environ"].get(BATCHED_KEY)  # one message of a batch: answered in its array
+            chosen = streamed if streams and not batched and _streams(scope, body, streams) else plain
+            initialize = clients.initialize_params(body)
+            if initialize is not None:
+                send = _naming_the_client(send, initialize.get("clientInfo"))
 
             async def replay() -> dict[str, Any]:
                 nonlocal message
@@ -251,12 +269,21 @@ class McpEndpoint:
         principal = environ.get(PRINCIPAL_KEY)
         if principal is None:  # only reachable if the endpoint is mounted without the Flask view
             raise MCPError(types.INVALID_REQUEST, "not authenticated")
-        client = None
+        return replace(principal, client=self._client(ctx, environ))
+
+    @staticmethod
+    def _client(ctx: Any, environ: dict[str, Any]) -> str | None:
+        """The calling client's declared name and version (see :mod:`hostcore.mcp.clients`): from
+        the request's own ``clientInfo`` (2026-07-28), else from the ``Mcp-Session-Id`` that the
+        answer to its ``initialize`` gave it, else its HTTP ``User-Agent``."""
         params = getattr(ctx.session, "client_params", None)
         if params is not None and params.client_info is not None:
-            client = params.client_info.name
-        client = client or environ.get("HTTP_USER_AGENT", "").split(" ")[0] or None
-        return replace(principal, client=client)
+            declared = clients.label(params.client_info.name, params.client_info.version)
+            if declared:
+                return declared
+        return clients.from_session_id(environ.get("HTTP_MCP_SESSION_ID")) or clients.from_user_agent(
+            environ.get("HTTP_USER_AGENT")
+        )
 
     async def _invoke(self, obj: Tool | Resource | Prompt, ctx: Any, principal: Principal, arguments: dict[str, Any]) -> Any:
         """Check the scope, inject what the function asks for, run it (a sync one on this loop).

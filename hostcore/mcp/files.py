@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
-from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from hostcore.domain.attachments import UPLOAD_PATH, URL_PREFIX, serving_headers, split_attachment_url
 from hostcore.domain.principal import SYSTEM
@@ -65,13 +65,13 @@ def upload(token: str) -> Any:
     return response
 
 
-@bp.app_errorhandler(404)
-def upload_url_not_found(exc: NotFound) -> Any:
+@bp.route(UPLOAD_PATH, methods=["POST"])
+@bp.route(UPLOAD_PATH + "<path:_mangled>", methods=["POST"])
+def upload_url_not_found(_mangled: str = "") -> Any:
     """A mangled upload URL (a slash or a control character in the token, a trailing slash) gets
-    the route's own JSON answer rather than an HTML page; any other 404 stays as it was."""
-    if request.method == "POST" and request.path.startswith(UPLOAD_PATH):
-        return _error(unknown_ticket())
-    return exc
+    the route's own JSON answer rather than an HTML page. A route, not an app-wide 404 handler:
+    other 404s are for the error pages of whoever draws them (the web plugin)."""
+    return _error(unknown_ticket())
 
 
 @bp.route(URL_PREFIX + "<path:rest>", methods=["GET", "HEAD"])

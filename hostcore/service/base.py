@@ -22,6 +22,25 @@ if TYPE_CHECKING:
     from hostcore.host.host import Host
 
 log = logging.getLogger("hostcore.service")
+
+# What a conflict tells the caller of each page tool to do. Only save_page's carries the current
+# body (the contract's rule); the others say how to get it.
+_STALE = {
+    "save_page": "merge your change into the current body (in this error) and retry with the current hash (in this error)",
+    "edit_page": "read_page it again, check that each oldText still matches the current body, and retry with its hash",
+    "move_page": "read_page it again to see what changed, then retry with its hash",
+    "rename_page": "read_page it again to see what changed, then retry with its hash",
+    "delete_page": "read_page it again to check that it is still the revision to delete, then retry with its hash",
+    "restore_page": "read_page it again, then pass its hash as basehash to restore over it",
+}
+_GONE = {
+    "save_page": "omit basehash to create it again, or pick another slug",
+    "edit_page": "edit_page cannot create a page: save_page without basehash creates it again",
+    "move_page": "there is nothing to move (recent_changes shows whether it was moved or deleted)",
+    "rename_page": "there is nothing to rename (recent_changes shows whether it was moved or deleted)",
+    "delete_page": "there is nothing to delete (recent_changes shows whether it was moved or deleted)",
+    "restore_page": "omit basehash to restore it",
+}
 _reported: set[str] = set()  # settings problems already logged by this process
 
 
@@ -72,31 +91,24 @@ class WikiBase:
         """The whole page (for plugins). Needs read scope and access to its namespace."""
         return self._load(self._access("read", slug))
 
-    def _current_or_conflict(self, slug: str, basehash: str, *, with_body: bool) -> Page:
+    def _current_or_conflict(self, slug: str, basehash: str, *, tool: str) -> Page:
+        """The page, if it is still the revision ``basehash``; else a Conflict with its current hash
+        (and, for save_page, its body) that tells the caller of ``tool`` what to do next."""
         try:
             current = self._load(slug)
         except NotFound:
-            raise Conflict(
-                f"page {slug!r} no longer exists; omit basehash to create it again, or pick another slug",
-                field="basehash",
-                hash="",
-            ) from None
+            raise Conflict(f"page {slug!r} no longer exists; {_GONE[tool]}", field="basehash", hash="") from None
         if current.hash != basehash:
             data: dict[str, Any] = {"hash": current.hash}
-            if with_body:
+            if tool == "save_page":
                 data["body"] = current.body
-            raise Conflict(
-                "is stale: the page changed since you read it. Re-read it (or merge with the body here) "
-                "and retry with the current hash",
-                field="basehash",
-                **data,
-            )
+            raise Conflict(f"is stale: the page changed since you read it; {_STALE[tool]}", field="basehash", **data)
         return current
 
-    def _page_conflict(self, slug: str, exc: Exception, *, with_body: bool) -> Conflict:
+    def _page_conflict(self, slug: str, exc: Exception, *, tool: str) -> Conflict:
         """A storage-level race lost after our own check passed: report the page's state now."""
         try:
-            self._current_or_conflict(slug, "", with_body=with_body)
+            self._current_or_conflict(slug, "", tool=tool)
         except Conflict as conflict:
             return conflict
         raise AssertionError("unreachable: an empty basehash never matches") from exc

@@ -236,6 +236,6 @@ class HistoryMixin(WikiBase):
         try:
             self.storage.apply(ops, change)
         except Conflict as exc:
-            raise self._page_conflict(slug, exc, with_body=False) from None
+            raise self._page_conflict(slug, exc, tool="restore_page") from None
         self.host.notify("page_saved", page=old, previous=previous, change=change)
         return {"slug": slug, "hash": old.hash, "restored_from": revision, "changed": True}

@@ -113,7 +113,7 @@ class LinksMixin(PagesMixin):
                     f"{new.slug!r} has attachment files left in {new_folder}/ already; pick another slug or remove them",
                     field="new_slug",
                 ) from None
-            raise self._page_conflict(page.slug, exc, with_body=False) from None
+            raise self._page_conflict(page.slug, exc, tool=tool) from None
         self.host.notify("page_moved", page=new, old_slug=page.slug, change=change)
         return new
 
@@ -131,7 +131,7 @@ class LinksMixin(PagesMixin):
         if new_slug == slug:
             raise ValidationError("is the page's current slug; give a different one", field="new_slug")
         self._check_movable(slug, new_slug, "new_slug")
-        current = self._current_or_conflict(slug, basehash, with_body=False)
+        current = self._current_or_conflict(slug, basehash, tool="move_page")
         moved = self._relocate(current, replace(current, slug=new_slug), basehash, "move_page")
         return {"slug": moved.slug, "old_slug": slug, "hash": moved.hash}
 
@@ -140,7 +140,7 @@ class LinksMixin(PagesMixin):
         check_title(title)
         if not title.strip():
             raise ValidationError("is empty; give the page's new title", field="title")
-        current = self._current_or_conflict(slug, basehash, with_body=False)
+        current = self._current_or_conflict(slug, basehash, tool="rename_page")
         new_slug = slug
         if slug != _index_page(self, namespace_of(slug)):
             segment = slugify(title)

@@ -117,7 +117,7 @@ class PagesMixin(WikiBase):
             previous = None
             new = Page(slug=slug, title=slug if title is None else title, body=body, tags=tuple(tags or ()), pin=bool(pin))
         else:
-            previous = self._current_or_conflict(slug, basehash, with_body=True)
+            previous = self._current_or_conflict(slug, basehash, tool="save_page")
             new = replace(
                 previous,
                 body=previous.body if body is None else body,
@@ -141,7 +141,7 @@ class PagesMixin(WikiBase):
                     hash=current.hash,
                     body=current.body,
                 ) from None
-            raise self._page_conflict(slug, exc, with_body=True) from None
+            raise self._page_conflict(slug, exc, tool="save_page") from None
         self.host.notify("page_saved", page=new, previous=previous, change=change)
         return {"slug": slug, "hash": new.hash, "created": previous is None, "changed": True}
 
@@ -151,7 +151,7 @@ class PagesMixin(WikiBase):
             raise ValidationError("needs at least one edit {oldText, newText}", field="edits")
         if len(edits) > MAX_EDITS:
             raise ValidationError(f"has {len(edits)} edits; at most {MAX_EDITS} per call", field="edits")
-        previous = self._current_or_conflict(slug, basehash, with_body=False)
+        previous = self._current_or_conflict(slug, basehash, tool="edit_page")
         body, spans = apply_edits(previous.body, edits)
         check_body(body)
         diff = unified_diff(previous.body, body, spans, f"a/{slug}", f"b/{slug}")
@@ -164,21 +164,21 @@ class PagesMixin(WikiBase):
         try:
             self.storage.apply([Put(page_path(slug), new_page.to_bytes(), expect=basehash)], change)
         except Conflict as exc:
-            raise self._page_conflict(slug, exc, with_body=False) from None
+            raise self._page_conflict(slug, exc, tool="edit_page") from None
         self.host.notify("page_saved", page=new_page, previous=previous, change=change)
         result["hash"] = new_page.hash
         return result
 
     def delete_page(self, slug: str, basehash: str | None = None) -> DeleteResult:
         self._access("write", slug)
-        previous = self._current_or_conflict(slug, basehash, with_body=False) if basehash else self._load(slug)
+        previous = self._current_or_conflict(slug, basehash, tool="delete_page") if basehash else self._load(slug)
         change = self._change("delete_page", slug)
         ops: list[Operation] = [Delete(page_path(slug), expect=previous.hash)]
         ops += [Delete(path, expect=digest) for path, digest in self._attachments_of(slug).items()]
         try:
             self.storage.apply(ops, change)
         except (Conflict, NotFound) as exc:
-            raise self._page_conflict(slug, exc, with_body=False) from None
+            raise self._page_conflict(slug, exc, tool="delete_page") from None
         self.host.notify("page_deleted", page=previous, change=change)
         return {"slug": slug, "deleted": True, "hash": previous.hash}
 

@@ -202,12 +202,16 @@ def _setup_namespaces(srv: RunningServer) -> None:
 
 
 @asynccontextmanager
-async def mcp_session(srv: RunningServer | str, token: str | None, mode: str = "2026-07-28") -> AsyncIterator[Client]:
-    """An official MCP client session for ``token`` in ``mode`` ("2026-07-28", "legacy" or "auto")."""
+async def mcp_session(
+    srv: RunningServer | str, token: str | None, mode: str = "2026-07-28", client_info: Any = None
+) -> AsyncIterator[Client]:
+    """An official MCP client session for ``token`` in ``mode`` ("2026-07-28", "legacy" or "auto"),
+    declaring ``client_info`` (an ``mcp_types.Implementation``; the SDK's own by default)."""
     url = srv if isinstance(srv, str) else srv.url
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, client_info=client_info) as client:  # type: ignore[arg-type]
             yield client
 
 

@@ -118,3 +118,32 @@ async def test_contract_errors_reach_the_official_clients_whole(server, typescri
     async with mcp_session(server, server.tokens["read"]) as c:
         page = ok(await c.call_tool("read_page", {"slug": slug}))
     assert page["hash"] == h2 and page["body"] == "second\n"
+
+
+async def test_history_names_each_official_clients_declared_name_and_version(server, typescript_sdk, uid):
+    """Commits, recent_changes and page_history say "via NAME VERSION" of what each client declared
+    in clientInfo, in every protocol mode: not "via node" or "via python-httpx...", the HTTP
+    libraries' user agents."""
+    from mcp_types import Implementation
+
+    token = server.tokens["write"]
+    slugs = {"typescript": f"notes/{uid}-ts", "2026-07-28": f"notes/{uid}-modern", "legacy": f"notes/{uid}-legacy"}
+    declared = {"typescript": "hostcore-e2e-typescript 1.0.0"}  # ts_client.mjs's clientInfo
+    typescript_calls(typescript_sdk, server.url, [{"token": token, "calls": [
+        {"name": "save_page", "arguments": {"slug": slugs["typescript"], "body": "from TypeScript\n"}}]}])  # fmt: skip
+    for mode in ("2026-07-28", "legacy"):
+        info = Implementation(name=f"hostcore-e2e-python-{mode}", version="2.5.1")
+        declared[mode] = f"{info.name} {info.version}"
+        async with mcp_session(server, token, mode, client_info=info) as c:
+            ok(await c.call_tool("save_page", {"slug": slugs[mode], "body": f"from Python, {mode}\n"}))
+
+    async with mcp_session(server, server.tokens["read"]) as c:
+        recent = ok(await c.call_tool("recent_changes", {"limit": 50}))["commits"]
+        for client, slug in slugs.items():
+            expected = f"save_page: {slug} via {declared[client]}"
+            history = ok(await c.call_tool("page_history", {"slug": slug}))["commits"]
+            assert history[0]["message"] == expected, (client, history[0])
+            assert expected in [commit["message"] for commit in recent], client
+            if server.storage_kind == "git":
+                logged = server._git("log", "-1", "--format=%s", "HEAD", "--", f"{slug}.md").stdout.decode().strip()
+                assert logged == expected, (client, logged)

@@ -79,10 +79,11 @@ def slugify(title: str) -> str:
 
 
 def expect_message(message: str, tool: str, subject: str, mode: str) -> None:
-    """``<tool>: <subject> via <client>``; the 2026-07-28 client names itself in every request."""
-    assert message.startswith(f"{tool}: {subject} via "), message
-    if mode == "2026-07-28":
-        assert message == f"{tool}: {subject} via mcp", message
+    """``<tool>: <subject> via <client>``: the name and version the client declares, in every mode
+    (the 2026-07-28 client in every request, the legacy one in initialize, carried by its session id)."""
+    from mcp.client.session import DEFAULT_CLIENT_INFO
+
+    assert message == f"{tool}: {subject} via {DEFAULT_CLIENT_INFO.name} {DEFAULT_CLIENT_INFO.version}", (mode, message)
 
 
 def assert_refused(result: Any, code: str, field: str | None = None) -> dict[str, Any]:

@@ -22,12 +22,12 @@ from typing import Any
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xml_escape
 
-import click
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from hostcore import SYSTEM, NotFound, Principal, ValidationError, check_namespace
 
 from . import render
+from .widgets import ordered
 
 STATIC = Path(__file__).parent / "static"
 
@@ -142,16 +142,19 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
             index_body = body
             continue  # the folder's index.html below shows it
         canonical = base_url + layout.url(slug) if base_url else ""
+        body, title_anchor = render.without_title(body, page.title)
         html = env.get_template("export_page.html").render(
-            page=page, body=body, root=root, canonical=canonical, title=page.title, home=root + "index.html",
+            page=page, body=body, title_anchor=title_anchor, root=root, canonical=canonical, title=page.title, home=root + "index.html",
             image=quote(image) if image else "", preview=preview(body.image), **common,
         )  # fmt: skip
         target = out / layout.file(slug)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(html, encoding="utf-8")
-    pages = [{"title": f["title"], "href": layout.href(None, f["slug"])} for f in facts if f["slug"] != index_slug]
+    pages = [{"title": f["title"], "href": layout.href(None, f["slug"])} for f in ordered(facts, [], namespace) if f["slug"] != index_slug]
+    title = settings.get("title") or namespace
+    index_body, title_anchor = render.without_title(index_body, title) if index_body else (None, None)
     index_html = env.get_template("export_index.html").render(
-        pages=pages, body=index_body, root="", canonical=base_url, title=settings.get("title") or namespace, home="index.html",
+        pages=pages, body=index_body, title_anchor=title_anchor, root="", canonical=base_url, title=title, home="index.html",
         image=quote(image) if image else "", preview=preview(index_body.image if index_body else None), **common,
     )  # fmt: skip
     (out / "index.html").write_text(index_html, encoding="utf-8")
@@ -174,18 +177,3 @@ def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
     (out / "robots.txt").write_text(robots, encoding="utf-8")
     return {"namespace": namespace, "pages": len(facts), "files": sum(1 for p in files.copied.values() if p),
             "folder": str(out), "sitemap": bool(export.get("sitemap")), "noindex": noindex}  # fmt: skip
-
-
-@click.command("export-site")
-@click.option("--namespace", "namespaces", multiple=True, required=True, help="namespace to export; repeat for several")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="folder to write; each namespace goes to a subfolder of its name")  # fmt: skip
-@click.pass_obj
-def export_command(obj: Any, namespaces: tuple[str, ...], out: Path) -> None:
-    """Write namespaces as static HTML (with sitemap.xml and robots.txt per their export settings)."""
-    host = obj.host()
-    for namespace in namespaces:
-        done = export_namespace(host, namespace, out / namespace)
-        click.echo(f"{namespace}: {done['pages']} pages, {done['files']} files -> {done['folder']}"
-                   + (" (noindex)" if done["noindex"] else ""))  # fmt: skip
-

@@ -21,7 +21,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html import escape, unescape
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core.state_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
+from markupsafe import Markup
+from mdit_py_plugins.tasklists import tasklists_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
@@ -49,7 +51,7 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i",
     "img", "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "sup", "table", "tbody", "td", "th", "thead",
-    "tr", "ul",
+    "tr", "ul", "input",
 }  # fmt: skip
 ATTRIBUTES = {
     "a": {"href", "title", "class"},
@@ -58,9 +60,16 @@ ATTRIBUTES = {
     "pre": {"class"},
     "code": {"class"},
     "div": {"class"},
-    "ol": {"start"},
+    "ol": {"start", "class"},
+    "ul": {"class"},
+    "li": {"class"},
+    "input": {"class"},
     **{f"h{n}": {"id"} for n in range(1, 7)},
 }
+ATTRIBUTE_VALUES = {"input": {"type": {"checkbox"}, "checked": {"checked"}}}
+"""The only input a page holds is a task list's checkbox (``- [ ]``), always disabled (FORCED):
+a page is not a form."""
+FORCED = {"input": {"disabled": "disabled"}}
 URL_SCHEMES = {"http", "https", "mailto"}
 _REL = "noopener noreferrer"
 FILES_PATH = "/_/web/files/"
@@ -180,6 +189,7 @@ def _attachment_urls(state: Any) -> None:
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False, "highlight": _highlight})
     md.enable(["table", "strikethrough"])
+    tasklists_plugin(md)  # "- [ ] item": a disabled checkbox, not a literal "[ ]"
     md.inline.ruler.before("link", "wiki_link", _wiki_link_rule)
     md.add_render_rule("wiki_link", _render_wiki_link)
     md.core.ruler.push("heading_ids", _heading_ids)
@@ -191,7 +201,10 @@ _MD = _markdown()
 
 
 def sanitise(html: str) -> str:
-    return nh3.clean(html, tags=TAGS, attributes=ATTRIBUTES, url_schemes=URL_SCHEMES, link_rel=_REL)
+    return nh3.clean(
+        html, tags=TAGS, attributes=ATTRIBUTES, tag_attribute_values=ATTRIBUTE_VALUES, set_tag_attribute_values=FORCED,
+        url_schemes=URL_SCHEMES, link_rel=_REL,
+    )  # fmt: skip
 
 
 def render(
@@ -213,6 +226,64 @@ def render(
         links=env.get("links", 0),
         image=env.get("image"),
     )
+
+
+_OPENING_H1 = re.compile(r'\A\s*<h1 id="([^"]*)">(.*?)</h1>\s*', re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def without_title(body: Rendered, title: str) -> tuple[Rendered, str | None]:
+    """``body`` without its opening level-1 heading when that heading says ``title`` (the page
+    shows its title above the body, and once is enough), with the heading's anchor, which the
+    title then carries; else ``body`` as it is and None."""
+    m = _OPENING_H1.match(body.html)
+    if m is None or _folded(unescape(_TAG.sub("", m.group(2)))) != _folded(title):
+        return body, None
+    return replace(body, html=body.html[m.end() :]), m.group(1)
+
+
+_MARK, _UNMARK = "\ue000", "\ue001"  # a match's bounds while the snippet is plain text (never in it: dropped first)
+_KEPT = 0xE100  # an escaped punctuation character, shifted here while the syntax around it goes
+_KEPT_CHAR = re.compile("[\ue100-\ue17f]")
+_PRIVATE = re.compile("[\ue000-\ue17f]")
+_SNIPPET_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")  # [label](url), ![alt](url)
+# at a line's start: a heading's, quote's or list item's marker (with a task's box), a table's rule
+_SNIPPET_LINE = re.compile(r"(?m)^[ \t]*(?:#{1,6}[ \t]+|>[ \t]?|(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?|\|?[ \t]*:?-{3,}.*$)")
+# anywhere: emphasis, strike-through, code and table cell bounds (an underscore inside a word is a letter)
+_SNIPPET_INLINE = re.compile(r"\*{1,3}|~~|`+|\||(?<![\w\ue000\ue001])_{1,3}|_{1,3}(?![\w\ue000\ue001])")
+_SNIPPET_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def snippet_text(snippet: str) -> Markup:
+    """A search snippet (escaped HTML of a page's Markdown, ``<mark>`` around the matches) as the
+    text a reader sees: the Markdown's syntax left out (emphasis, code, heading and list markers,
+    links and wiki-links down to their labels), the matches still marked, the rest escaped."""
+    parts = re.split(r"(</?mark>)", snippet)
+    text = "".join(
+        _MARK if part == "<mark>" else _UNMARK if part == "</mark>" else _PRIVATE.sub("", unescape(part)) for part in parts
+    )
+    text = _SNIPPET_ESCAPE.sub(lambda m: chr(_KEPT + ord(m.group(1))), text)  # "\*" is a star: kept from what follows
+    text = _WIKI_LINK.sub(lambda m: (m.group(3) or "").strip() or m.group(1).strip(), text)
+    text = _SNIPPET_LINK.sub(r"\1", text)
+    text = _SNIPPET_LINE.sub("", text)
+    text = _SNIPPET_INLINE.sub("", text)
+    text = _KEPT_CHAR.sub(lambda m: chr(ord(m.group(0)) - _KEPT), text)
+    out, marked = [], False
+    for char in " ".join(text.split()):
+        if char in (_MARK, _UNMARK):
+            if (char == _MARK) == marked:  # a bound whose partner went with the syntax around it
+                continue
+            marked = not marked
+            out.append("<mark>" if marked else "</mark>")
+        else:
+            out.append(escape(char, quote=False))
+    if marked:
+        out.append("</mark>")
+    return Markup("".join(out).replace("<mark></mark>", ""))
 
 
 DARK = {"phosphor", "dracula", "everforest", "gruvbox", "nord", "rose-pine", "tokyo-night"}

@@ -8,11 +8,13 @@ session's CSRF token and each such view calls :func:`hostcore.check_csrf` first.
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 import threading
 from typing import Any, cast
 
-from flask import Blueprint, Response, abort, redirect, render_template, request, url_for
+from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
+from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
 import hostcore
@@ -28,9 +30,10 @@ from hostcore import (
     serving_headers,
 )
 
-from . import access, render, widgets
+from . import access, assets, render, widgets
 from .access import SignInFirst, host, require_reader, require_writer
 
+log = logging.getLogger("hostcore.web")
 _STATE_LOCK = threading.RLock()  # one render cache and one prerender per host, however many threads ask first
 
 
@@ -41,12 +44,14 @@ class NamespaceConverter(BaseConverter):
     regex = r"[^_./][^/]*"
 
 
-bp = Blueprint("web", __name__, template_folder="templates", static_folder="static", static_url_path="/_/web/static")
+bp = Blueprint("web", __name__, template_folder="templates")
+STATIC = assets.Assets()
 MERMAID_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )  # mermaid draws SVG with inline styles; scripts stay 'self' only
 _RESERVED = re.compile(r"^[_.]")
+bp.add_app_template_filter(render.snippet_text, "snippet_text")
 
 
 @bp.errorhandler(SignInFirst)
@@ -57,6 +62,34 @@ def _sign_in_first(_exc: SignInFirst) -> Any:
 @bp.errorhandler(404)
 def _not_found(_exc: Exception) -> Any:
     return page("not_found.html", title="Not found"), 404
+
+
+MACHINE_PATHS = ("/_/mcp", "/_/files/", "/_/upload/", "/_/health", "/.well-known/")
+"""Paths whose clients are programs: their HTTP errors stay JSON, whatever the Accept header."""
+
+
+@bp.app_errorhandler(HTTPException)
+def _http_error(exc: HTTPException) -> Any:
+    """An HTTP error no view answered (an unknown ``/_/...`` path, a method a route does not take,
+    any plugin's ``abort``): the site's own page for a browser, ``{"error": ...}`` for a program."""
+    status = exc.code or 500
+    headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}  # e.g. a 405's Allow
+    wants_page = not request.path.startswith(MACHINE_PATHS) and (
+        request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
+    )
+    if wants_page:
+        template = "not_found.html" if status == 404 else "message.html"
+        try:
+            return page(template, title=exc.name, message=exc.description), status, headers
+        except Exception:  # the page itself failed (shared state out, ...): the plain answer, never a second error
+            log.exception("web: drawing the page of an HTTP %s failed", status)
+            return exc
+    code = {400: "validation_error", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
+            413: "too_large", 429: "rate_limited", 500: "internal_error", 503: "unavailable"}  # fmt: skip
+    response = jsonify({"error": {"code": code.get(status, "http_error"), "message": exc.description, "status": status}})
+    response.status_code = status
+    response.headers.update(headers)
+    return response
 
 
 def settings_of(namespace: str) -> dict[str, Any]:
@@ -163,6 +196,31 @@ def decorate(commits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**c, "pages": [s for s in (slug_of_path(f) for f in c["files"]) if s]} for c in commits]
 
 
+@bp.route("/_/web/static/<path:filename>", endpoint="static")
+def static_file(filename: str) -> Any:
+    asset = STATIC.get(filename)
+    if asset is None:
+        abort(404)
+    return assets.respond(asset, request)
+
+
+@bp.url_defaults
+def _versioned(endpoint: str, values: dict[str, Any]) -> None:
+    """``url_for("web.static", filename=...)`` names the file's content hash (see :mod:`hostcore_web.assets`)."""
+    if endpoint == "web.static" and "v" not in values:
+        version = STATIC.version(values.get("filename", ""))
+        if version is not None:
+            values["v"] = version
+
+
+@bp.route("/favicon.ico")
+def favicon() -> Any:
+    """What browsers ask every site for (pages name the SVG one too)."""
+    asset = STATIC.get("favicon.ico")
+    assert asset is not None  # shipped with the package
+    return assets.respond(asset, request, cache="public, max-age=86400")
+
+
 @bp.route("/_/web/highlight.css")
 def highlight_css() -> Any:
     response = Response(render.pygments_css(), mimetype="text/css")
@@ -223,9 +281,12 @@ def namespace_index(namespace: str) -> Any:
         body = rendered(reader, index_slug, index.body, index.hash)
     except NotFound:
         index, body = None, None
+    title_anchor = None
+    if body is not None:
+        body, title_anchor = render.without_title(body, settings.get("title") or namespace)
     built = widgets.build(host(), reader, namespace, settings, index_slug, request.args.get("month"))
     html = page(
-        "namespace.html", namespace, person=person, index=index, body=body, widgets=built,
+        "namespace.html", namespace, person=person, index=index, body=body, widgets=built, title_anchor=title_anchor,
         title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
     )  # fmt: skip
     return html_response(html, bool(body and body.mermaid))
@@ -270,8 +331,10 @@ def read(namespace: str, rest: str) -> Any:
             abort(404)
         raise
     body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
+    body, title_anchor = render.without_title(body, window["title"])
     html = page(
-        "page.html", namespace, person=person, slug=slug, doc=window, body=body, revision=window.get("revision"),
+        "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
+        revision=window.get("revision"),
         section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),
         preview=body.image,
     )  # fmt: skip

@@ -6,6 +6,7 @@ namespace of thousands of pages costs one indexed query, on the first request as
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -58,8 +59,19 @@ class Widget:
     more: dict[str, Any] = field(default_factory=dict)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural(slug: str) -> tuple[tuple[int | str, ...], str]:
+    """The order people expect of names: numbers by value (``rl-2`` before ``rl-10``), letters
+    regardless of case. (``list_pages`` keeps the contract's plain order by slug, which paging needs.)"""
+    parts = _DIGITS.split(slug)
+    return tuple(int(p) if i % 2 else p.casefold() for i, p in enumerate(parts)), slug
+
+
 def ordered(facts: list[Fact], tree: list[str], namespace: str) -> list[Fact]:
-    """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest by slug."""
+    """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest in natural order."""
+    facts = sorted(facts, key=lambda f: natural(f["slug"]))
     by_slug = {f["slug"]: f for f in facts}
     out: list[Fact] = []
     taken: set[str] = set()
@@ -96,7 +108,7 @@ def build(
         elif name == "namespaces":
             widget.data = wiki.list_namespaces()["namespaces"]
         elif name == "pinned":
-            widget.data = entries_of([f for f in facts if f["pin"]])
+            widget.data = entries_of(ordered([f for f in facts if f["pin"]], [], namespace))
         elif name == "tags":
             widget.data = Counter(t for f in facts for t in f["tags"]).most_common(100)
         elif name == "log":
@@ -116,7 +128,8 @@ def build(
         elif name == "page-meta":
             widget.data = next(iter(entries_of([f for f in facts if f["slug"] == index_slug])), None)
         elif name == "backlinks":
-            widget.data = wiki.backlinks(index_slug)["backlinks"] if any(f["slug"] == index_slug for f in facts) else []
+            found = wiki.backlinks(index_slug)["backlinks"] if any(f["slug"] == index_slug for f in facts) else []
+            widget.data = sorted(found, key=lambda b: natural(b["slug"]))
         elif name == "prev-entries":
             widget.data = newest_entries(entries_of(facts))
         out.append(widget)

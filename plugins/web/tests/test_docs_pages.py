@@ -34,7 +34,7 @@ DOCUMENTED = {
     "hostcore_oauth.apps": "/_/apps",
     "hostcore_oauth.authorize": "/_/oauth/authorize",
 }
-NOT_PAGES = {"web.static", "web.highlight_css", "accounts.static", "hostcore_oauth.static", "static"}
+NOT_PAGES = {"web.static", "web.favicon", "web.highlight_css", "accounts.static", "hostcore_oauth.static", "static"}
 
 
 def test_every_page_a_person_reaches_is_in_docs_web_md(tmp_path):

@@ -92,7 +92,7 @@ def test_a_search_hits_url_opens_the_page(carol, pages, host):
     hit = host.wiki(Principal("t", frozenset({"read"}))).search("greet")["results"][0]
     path = urlsplit(hit["url"]).path
     response = carol.get(path)
-    assert response.status_code == 200 and "<h1>Guide</h1>" in response.text
+    assert response.status_code == 200 and '<h1 id="guide">Guide</h1>' in response.text
 
 
 def test_search_page_uses_the_query_language_and_escapes_snippets(carol, admin):
@@ -129,6 +129,39 @@ def test_namespace_index_shows_widgets_in_order_with_tree(carol, admin):
     assert "one <span class=\"count\">2</span>" in html
     assert "Welcome" in html  # the index page's body
     assert "notes/gone" in html.split("widget-health")[1].split("</section>")[0]
+
+
+def test_a_title_the_body_opens_with_is_shown_once(carol, admin):
+    admin.save_page("notes/trip", body="# Trip\n\nWe went.\n\n# Trip\n\nAgain.\n", title="Trip")
+    html = carol.get("/notes/trip").text
+    assert html.count(">Trip</h1>") == 2 and '<h1 id="trip">Trip</h1>' in html  # the second heading is the body's own
+    assert html.index('<h1 id="trip">Trip</h1>') < html.index('class="body"')
+    admin.save_page("notes/index", body="# Notes\n\nStart here.\n", title="Home")
+    index = carol.get("/notes/").text
+    assert index.count(">Notes</h1>") == 1 and "Start here." in index
+    admin.save_page("notes/other", body="# Something else\n\nText.\n", title="Trip two")
+    other = carol.get("/notes/other").text
+    assert ">Trip two</h1>" in other and ">Something else</h1>" in other
+
+
+def test_search_snippets_show_text_not_markdown(carol, admin):
+    admin.save_page("notes/s", body="The **budget** is in [the sheet](https://x.example/budget) and `budget.csv`.", title="S")
+    html = carol.get("/_/search", query_string={"q": "budget"}).text
+    snippet = html.split('class="snippet">')[1].split("</p>")[0]
+    assert "<mark>budget</mark>" in snippet and "the sheet" in snippet, snippet
+    assert "**" not in snippet and "](" not in snippet and "`" not in snippet and "x.example" not in snippet, snippet
+
+
+def test_page_lists_sort_numbers_by_value(carol, admin):
+    for n in (10, 2, 1, 21, 3):
+        admin.save_page(f"notes/rl-{n}", body="x", title=f"RL-{n}", pin=True)
+    expected = ["RL-1", "RL-2", "RL-3", "RL-10", "RL-21"]
+    index = carol.get("/notes/").text
+    for widget in ("pages", "pinned"):
+        listed = re.findall(r">(RL-\d+)</a>", index.split(f"widget-{widget}")[1].split("</section>")[0])
+        assert listed == expected, (widget, listed)
+    assert re.findall(r">(RL-\d+)</a>", carol.get("/_/pages/notes").text) == expected
+    assert [p["slug"] for p in admin.list_pages("notes")["pages"]][:3] == ["notes/rl-1", "notes/rl-10", "notes/rl-2"]  # the contract's order
 
 
 @pytest.mark.parametrize("skin", ["", "bare", "phosphor", "newsprint", "journal", "soft"])

@@ -3,13 +3,14 @@ changed, and the blocks outlive the process (a file in the instance folder)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
-from hostcore_web.render import PRERENDER_BYTES, BlockStore, RenderCache, render
+from hostcore_web.render import PRERENDER_BYTES, BlockStore, RenderCache, render, sanitise, snippet_text, without_title
 from hostcore_web.views import prerender
 
-from hostcore import SYSTEM, create_app
+from hostcore import SYSTEM, create_app, wiki_links
 
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
 PAGE = """# Guide <script>alert(1)</script>
@@ -167,3 +168,84 @@ def test_closing_the_host_stops_the_renderer(tmp_path):
     assert not thread.is_alive()
     prerender(host).add("notes/late", big(400))  # after close: nothing starts again
     assert prerender(host)._thread is thread
+
+
+def test_a_task_list_shows_disabled_checkboxes():
+    html = render("- [ ] write it\n- [x] read it\n- [not a task]\n", "notes/p", lambda _t: set()).html
+    boxes = re.findall(r"<input[^>]*>", html)
+    assert len(boxes) == 2 and all('type="checkbox"' in b and 'disabled="disabled"' in b for b in boxes), boxes
+    assert 'checked="checked"' not in boxes[0] and 'checked="checked"' in boxes[1]
+    assert "[ ]" not in html and "[x]" not in html and "[not a task]" in html
+
+
+def test_the_sanitiser_keeps_only_a_disabled_checkbox():
+    """Raw HTML in a page is text already; the sanitiser is the second guard: whatever input the
+    renderer ever made, only a disabled checkbox gets through."""
+    for made in ('<input type="text" name="q" value="x">', '<input type="checkbox" onclick="alert(1)">',
+                 '<input type="password" autofocus>', '<input type="checkbox" checked="checked">'):  # fmt: skip
+        cleaned = sanitise(made)
+        assert 'disabled="disabled"' in cleaned and "onclick" not in cleaned and "name=" not in cleaned, cleaned
+        assert re.search(r'type="(?!checkbox)', cleaned) is None, cleaned
+    assert "&lt;input" in render('<input type="text">', "notes/p", lambda _t: set()).html
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "once"),
+    [
+        ("Guide", "# Guide\n\nText.", True),
+        ("A  guide", "# a *guide*\n\nText.", True),  # case, spacing and emphasis aside, it says the title
+        ("Guide", "# Guide to more\n\nText.", False),
+        ("Guide", "Text first.\n\n# Guide", False),
+        ("Guide", "## Guide\n\nText.", False),
+    ],
+)
+def test_an_opening_heading_that_says_the_title_is_shown_once(title, body, once):
+    rendered = render(body, "notes/p", lambda _t: set())
+    shown, anchor = without_title(rendered, title)
+    assert (anchor is not None) == once
+    if once:
+        assert anchor == rendered.headings[0][2] and "<h1" not in shown.html and "Text." in shown.html
+    else:
+        assert shown is rendered
+
+
+@pytest.mark.parametrize(
+    ("snippet", "shown"),
+    [
+        ("The **<mark>budget</mark>** is _final_.", "The <mark>budget</mark> is final."),
+        ("## <mark>Budget</mark> notes\n- item one\n- [ ] todo", "<mark>Budget</mark> notes item one todo"),
+        ("See [the <mark>budget</mark>](https://x.example/<mark>budget</mark>) and ![chart](/_/files/a/b/c.png)",
+         "See the <mark>budget</mark> and chart"),
+        ("Ask [[notes/plan|the <mark>plan</mark>]] or [[notes/<mark>plan</mark>]]", "Ask the <mark>plan</mark> or notes/<mark>plan</mark>"),
+        ("`<mark>code</mark>` and snake_case_name &lt;b&gt; \\*star\\*", "<mark>code</mark> and snake_case_name &lt;b&gt; *star*"),
+        ("| a | <mark>b</mark> |\n|---|---|\n| c | d |", "a <mark>b</mark> c d"),
+        ("&lt;mark&gt;not a match&lt;/mark&gt; [x](http://e.example/<mark>y", "&lt;mark&gt;not a match&lt;/mark&gt; [x](http://e.example/<mark>y</mark>"),
+    ],
+)
+def test_a_search_snippet_is_shown_as_text_not_markdown(snippet, shown):
+    assert str(snippet_text(snippet)) == shown
+
+
+CODE_CASES = [
+    "``[[a/x]]`` and [[a/y]]",
+    "`` `[[a/x]]` ``",
+    "````\n```\n[[a/x]]\n```\n````\n[[a/y]]",
+    "~~~\n```\n[[a/x]]\n~~~\n[[a/y]]",
+    "para\n\n    [[a/x]] indented code",
+    "- item\n\n    [[a/y]] continued in the list",
+    "- a\n\n      [[a/x]] code in an item",
+    "    ```\n[[a/y]]",
+    "```\nunclosed [[a/x]]",
+    "> quote `[[a/x]]` [[a/y]]",
+    "1. one\n\n   ```\n   [[a/x]]\n   ```\n\n[[a/y]]",
+    "- item\n\ntext at the margin\n\n    [[a/x]] code again",
+    "# Head\n\n\t[[a/x]] tab code",
+]
+
+
+@pytest.mark.parametrize("body", CODE_CASES)
+def test_the_link_graph_counts_the_links_the_page_shows(body):
+    """A wiki-link in a code span or block is code on the page, and no link in the graph either."""
+    shown = set(re.findall(r'class="wikilink[^"]*" href="/([^"#]*)', render(body, "a/p", set).html))
+    assert set(wiki_links(body, "a/p")) == shown
+    assert "a/x" not in shown and ("[[a/y]]" not in body or shown == {"a/y"})
