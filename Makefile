@@ -16,7 +16,7 @@ WORKERS ?= 2
 MERMAID_VERSION := 11.17.2
 MERMAID := plugins/web/hostcore_web/static/vendor/mermaid.min.js
 
-.PHONY: install serve test lint tools servers bench clean
+.PHONY: install serve test check lint tools servers bench clean
 
 $(BIN)/.installed: setup.cfg $(wildcard plugins/*/setup.cfg)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ test: install tools servers lint
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+# the inner loop: lint, types and the in-process tests (`pytest --fast` leaves out the tests marked
+# serve, browser, s3 and redis); `make test` runs them all
+check: lint
+	$(BIN)/python -m pytest --fast -q
 
 bench: install
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done

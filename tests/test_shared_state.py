@@ -24,7 +24,7 @@ def _open(kind, where):
     return RedisShared(redis_client(where), prefix=f"test-{time.monotonic_ns()}")
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def store(request, tmp_path):
     where = tmp_path / "shared.sqlite" if request.param == "sqlite" else request.getfixturevalue("redis_url")
     shared = _open(request.param, where)
@@ -89,7 +89,7 @@ def _race(kind, where, prefix, op, start, results):
 
 
 @pytest.mark.parametrize("op", ["add", "take"])
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def test_racing_processes_have_exactly_one_winner_per_key(kind, op, tmp_path, request):
     where = tmp_path / "shared.sqlite" if kind == "sqlite" else request.getfixturevalue("redis_url")
     prefix = f"race-{time.monotonic_ns()}"
@@ -113,6 +113,7 @@ def test_racing_processes_have_exactly_one_winner_per_key(kind, op, tmp_path, re
     assert len(setup.scan("race")) == (20 if op == "add" else 0)
 
 
+@pytest.mark.redis
 def test_redis_down_is_a_clear_unavailable_error():
     with redis_server() as srv:
         shared = RedisShared(redis_client(srv.url))
@@ -125,6 +126,7 @@ def test_redis_down_is_a_clear_unavailable_error():
         shared.client.close()
 
 
+@pytest.mark.redis
 @pytest.mark.parametrize("written", [False, True])
 def test_redis_without_a_written_public_url_warns(written, redis_url, tmp_path, caplog):
     """Hosts sharing Redis find each other's records under their PUBLIC_URL: one left to the bind

@@ -9,6 +9,8 @@
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
 - ``documents``: :func:`pdf_document` (a real PDF, one page per string), :func:`png_image` (a real PNG).
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
+- ``tiers``: the markers (``serve``, ``browser``, ``s3``, ``redis``) and ``pytest --fast``, as a
+  pytest plugin: ``pytest_plugins = ["hostcore.testing.tiers"]`` in your root ``conftest.py``.
 """
 
 from hostcore.testing.disks import fill_disk, small_disk

@@ -334,6 +334,7 @@ def test_bad_settings_are_named(tmp_path):
     assert "PLUGIN_CONFIG.oauth.code_seconds: expected a positive int, got -1" in str(err.value)
 
 
+@pytest.mark.redis
 def test_with_redis_two_hosts_share_clients_grants_and_revocation(tmp_path):
     """Two hosts (two instance folders) on one real Redis: a client registered and a token issued
     on one works on the other, and a disconnect on either is refused by both at once."""

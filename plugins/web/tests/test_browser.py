@@ -342,6 +342,7 @@ def test_an_exported_namespace_in_a_browser_from_a_plain_web_server(browser, ser
         assert loaded(browser, ".body img") == 240 and loaded(browser, "img.ns-logo") == 960
 
 
+@pytest.mark.browser
 def test_a_browser_session_leaves_nothing_in_the_temporary_folder():
     """Chromium's singleton socket folder (org.chromium.Chromium.*) goes with the session: test runs
     must not fill the machine's /tmp."""
