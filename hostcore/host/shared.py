@@ -30,28 +30,30 @@ CREATE TABLE IF NOT EXISTS records (
 """
 
 
-def _expires(ttl: float | None) -> float | None:
+def _expires(ttl: float | None, now: float) -> float | None:
     if ttl is None:
         return None
     if not (isinstance(ttl, (int, float)) and math.isfinite(ttl) and ttl > 0):
         raise ValueError(f"ttl is a positive number of seconds or None, not {ttl!r}")
-    return time.time() + ttl
+    return now + ttl
 
 
 class SqliteShared(SharedState):
-    """Records in ``path`` (WAL): shared by the threads and processes of one machine."""
+    """Records in ``path`` (WAL): shared by the threads and processes of one machine. ``clock``
+    (epoch seconds) is what expiry is measured by; tests give a :class:`hostcore.testing.FakeClock`."""
 
     name = "sqlite"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
+        self.clock = clock
         self._db = ThreadLocalDB(self.path, _SCHEMA)
 
     def get(self, kind: str, key: str) -> Record | None:
         check_kind_key(kind, key)
         row = self._db.db().execute(
             "SELECT value FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
-            (kind, key, time.time()),
+            (kind, key, self.clock()),
         ).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -59,7 +61,7 @@ class SqliteShared(SharedState):
         check_kind_key(kind, key)
         self._db.db().execute(
             "INSERT OR REPLACE INTO records (kind, key, value, expires) VALUES (?, ?, ?, ?)",
-            (kind, key, json.dumps(value), _expires(ttl)),
+            (kind, key, json.dumps(value), _expires(ttl, self.clock())),
         )
 
     def add(self, kind: str, key: str, value: Record, ttl: float | None = None) -> bool:
@@ -69,7 +71,7 @@ class SqliteShared(SharedState):
             "INSERT INTO records (kind, key, value, expires) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires "
             "WHERE records.expires IS NOT NULL AND records.expires <= ?",
-            (kind, key, json.dumps(value), _expires(ttl), time.time()),
+            (kind, key, json.dumps(value), _expires(ttl, now := self.clock()), now),
         )
         return cur.rowcount == 1
 
@@ -78,13 +80,13 @@ class SqliteShared(SharedState):
         row = self._db.db().execute(
             "DELETE FROM records WHERE kind = ? AND key = ? RETURNING value, expires", (kind, key)
         ).fetchone()
-        if row is None or (row[1] is not None and row[1] <= time.time()):
+        if row is None or (row[1] is not None and row[1] <= self.clock()):
             return None
         return json.loads(row[0])
 
     def delete(self, kind: str, key: str) -> bool:
         check_kind_key(kind, key)
-        now = time.time()
+        now = self.clock()
         cur = self._db.db().execute(
             "DELETE FROM records WHERE kind = ? AND key = ? RETURNING expires", (kind, key)
         ).fetchone()
@@ -93,7 +95,7 @@ class SqliteShared(SharedState):
     def scan(self, kind: str) -> list[tuple[str, Record]]:
         check_kind_key(kind, "*")
         db = self._db.db()
-        now = time.time()
+        now = self.clock()
         db.execute("DELETE FROM records WHERE kind = ? AND expires IS NOT NULL AND expires <= ?", (kind, now))
         rows = db.execute("SELECT key, value FROM records WHERE kind = ? ORDER BY key", (kind,))
         return [(key, json.loads(value)) for key, value in rows]
@@ -133,7 +135,7 @@ class RedisShared(SharedState):
 
     @staticmethod
     def _ms(ttl: float | None) -> int | None:
-        _expires(ttl)  # validates
+        _expires(ttl, 0.0)  # validates
         return None if ttl is None else max(1, int(ttl * 1000))
 
     def _write(self, kind: str, key: str, value: Record, ttl: float | None, only_new: bool) -> bool:

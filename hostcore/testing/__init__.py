@@ -9,10 +9,12 @@
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
 - ``documents``: :func:`pdf_document` (a real PDF, one page per string), :func:`png_image` (a real PNG).
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
+- :class:`FakeClock`: a clock a test moves by hand, for expiry without sleeping (``clock``).
 - ``tiers``: the markers (``serve``, ``browser``, ``s3``, ``redis``) and ``pytest --fast``, as a
   pytest plugin: ``pytest_plugins = ["hostcore.testing.tiers"]`` in your root ``conftest.py``.
 """
 
+from hostcore.testing.clock import FakeClock
 from hostcore.testing.disks import fill_disk, small_disk
 from hostcore.testing.plugins import plugin_manager
 from hostcore.testing.redis import RedisServer, redis_server
@@ -30,6 +32,7 @@ from hostcore.testing.servers import (
 from hostcore.testing.storage_suite import StorageConformance
 
 __all__ = [
+    "FakeClock",
     "RedisServer",
     "SearchConformance",
     "StorageConformance",

@@ -5,7 +5,6 @@ every refusal with nothing granted."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
@@ -24,6 +23,7 @@ from oauthflow import (
 )
 
 from hostcore import StartupError, create_app
+from hostcore.testing import FakeClock
 from hostcore_tokens import store as tokens_store
 
 REDIRECT = "https://app.example/cb"
@@ -275,11 +275,13 @@ def test_a_token_for_another_resource_is_refused(client, app):
 
 
 def test_an_expired_access_token_is_refused(tmp_path):
-    app = make_app(tmp_path, access_token_seconds=1)
+    app = make_app(tmp_path, access_token_seconds=60)
+    app.extensions["hostcore"].shared.clock = clock = FakeClock()
     client = app.test_client()
     _, tokens = connect(client)
+    clock.advance(59)
     assert ok(call(client, tokens["access_token"], "list_pages", {}))
-    time.sleep(1.2)
+    clock.advance(2)
     answer = call(client, tokens["access_token"], "list_pages", {})
     assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
     app.extensions["hostcore"].close()
