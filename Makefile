@@ -61,7 +61,7 @@ lint: install
 	$(BIN)/mypy
 
 # the inner loop: lint, types and the in-process tests (`pytest --fast` leaves out the tests marked
-# serve, browser, s3 and redis); `make test` runs them all
+# serve, browser, s3, redis and slow); `make test` runs them all
 check: lint
 	$(BIN)/python -m pytest --fast -q
 

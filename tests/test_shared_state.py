@@ -96,6 +96,7 @@ def _race(kind, where, prefix, op, start, results):
             results.put(shared.take("race", f"k{i}") is not None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["add", "take"])
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def test_racing_processes_have_exactly_one_winner_per_key(kind, op, tmp_path, request):
@@ -166,6 +167,7 @@ def _open_new(where, start, results):
         results.put(repr(exc))
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_file_at_once_all_get_wal(tmp_path):
     """Workers that start together open a new SQLite file together: switching it to WAL needs a
     lock SQLite refuses at once ("database is locked") rather than waits for; each waits its turn."""

@@ -81,6 +81,7 @@ def pytest_cmd(root: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(root), "-W", "error", *args]
 
 
+@pytest.mark.slow
 def test_the_fast_tier_leaves_marked_tests_out_and_fails_unmarked_ones_that_start_a_server(tmp_path):
     root = project(tmp_path / "p", TIERS)
     run = subprocess.run(pytest_cmd(root, "--fast", "-rA", str(root)), capture_output=True, text=True, timeout=300, cwd=root)

@@ -7,10 +7,13 @@ Load it from the ``conftest.py`` at the root of your project::
 
 - A test is marked by what it starts: ``serve`` (``hostcore serve`` or other processes of the
   wiki), ``browser`` (a headless Chromium), ``s3`` (moto's S3 server), ``redis`` (a
-  ``redis-server``). Tests that take the ``browser`` or ``s3_server`` fixture are marked for you;
-  mark the others (``@pytest.mark.serve``, or ``pytestmark = pytest.mark.serve`` for a module).
+  ``redis-server``), ``slow`` (processes racing, fuzzing). Tests that take the ``browser`` or
+  ``s3_server`` fixture are marked for you; mark the others (``@pytest.mark.serve``, or
+  ``pytestmark = pytest.mark.serve`` for a module). The conformance suites mark their tests of
+  writers in several processes ``slow``.
 - ``--fast`` deselects the marked tests, and the helpers of :mod:`hostcore.testing` refuse to
-  start a server or a browser meanwhile: an unmarked test that starts one fails, naming the marker.
+  start a server, Redis or a browser meanwhile: an unmarked test that starts one fails, naming
+  the marker (``slow`` is a judgement: nothing checks it).
 - Servers the helpers started are stopped when the session ends, however it ends: a SIGTERM
   interrupts the run as Ctrl-C does (teardowns run), and whatever is left is stopped at exit.
 """
@@ -30,6 +33,7 @@ MARKERS = {
     "browser": "drives a headless Chromium; left out by --fast",
     "s3": "talks to an S3 server (moto's, started for the session); left out by --fast",
     "redis": "starts a real redis-server; left out by --fast",
+    "slow": "runs processes at once (writers racing, a killed writer) or fuzzes: slow in any tier; left out by --fast",
 }
 FIXTURES = {"browser": "browser", "s3_server": "s3"}
 """Fixtures of hostcore.testing that start what a marker stands for: a test taking one is marked."""
