@@ -21,6 +21,7 @@ Load it from the ``conftest.py`` at the root of your project::
 from __future__ import annotations
 
 import signal
+import threading
 from types import FrameType
 from typing import Any
 
@@ -55,7 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if name not in known:
             config.addinivalue_line("markers", f"{name}: {help_}")
     refuse(set(MARKERS) if config.getoption("fast") else set())
-    config.stash[_previous_handler] = signal.signal(signal.SIGTERM, _interrupt)
+    if threading.current_thread() is threading.main_thread():  # only there can a handler be set
+        config.stash[_previous_handler] = signal.signal(signal.SIGTERM, _interrupt)
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:
