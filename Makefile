@@ -20,7 +20,7 @@ WORKERS ?= 2
 MERMAID_VERSION := 11.17.2
 MERMAID := plugins/web/hostcore_web/static/vendor/mermaid.min.js
 
-.PHONY: install install-serve serve test lint tools servers bench clean
+.PHONY: install install-serve serve test check lint tools servers bench clean
 
 # what serving needs
 $(BIN)/.serving: setup.cfg $(wildcard plugins/*/setup.cfg)
@@ -73,6 +73,11 @@ test: install tools servers lint
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+# the inner loop: lint, types and the in-process tests (`pytest --fast` leaves out the tests marked
+# serve, browser, s3, redis and slow); `make test` runs them all
+check: lint
+	$(BIN)/python -m pytest --fast -q
 
 bench: install
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done

@@ -19,6 +19,7 @@ from hostcore.domain.attachments import attachment_links, check_filename, servin
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, TooLarge, Unavailable, ValidationError
 from hostcore.host.uploads import TicketRefused
+from hostcore.testing import FakeClock
 from tests import hostile_extractor
 
 from .conftest import principal
@@ -144,9 +145,13 @@ def instance(tmp_path):
 
 
 def test_an_expired_ticket_is_refused(instance):
-    wiki = instance({"UPLOAD_URL_SECONDS": 1}).extensions["hostcore"].wiki(SYSTEM)
+    host = instance({"UPLOAD_URL_SECONDS": 60}).extensions["hostcore"]
+    host.uploads.clock = clock = FakeClock()
+    wiki = host.wiki(SYSTEM)
     token = token_of(wiki.upload_attachment("notes/plan", "a.txt"))
-    time.sleep(1.2)
+    clock.advance(59)
+    assert host.uploads.check(token).filename == "a.txt"
+    clock.advance(2)
     with pytest.raises(TicketRefused) as err:
         wiki.complete_upload(token, b"late")
     assert err.value.status == 410 and "expired" in err.value.message

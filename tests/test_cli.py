@@ -47,6 +47,7 @@ def test_check_names_every_problem(tmp_path):
     assert "problem: STORAGE: expected str" in result.stdout and "problem: PUBLIC_URL" in result.stdout
 
 
+@pytest.mark.serve
 def test_a_folder_that_is_not_an_instance_is_named_and_left_alone(tmp_path):
     """A mistyped --instance: each command says the folder has no hostcore.toml and how to make
     one, and creates nothing there (the hostcore command, as an operator types it)."""
@@ -127,6 +128,7 @@ def test_check_says_which_plugin_provides_a_missing_backend(tmp_path):
     assert "problem: SEARCH: no search backend named 'sqlite' is loaded (loaded: none); add 'sqlite' to PLUGINS" in result.stdout
 
 
+@pytest.mark.serve
 def test_a_serving_process_freezes_its_heap_once_the_app_is_made(tmp_path):
     """Worker processes (``hostcore serve``, ``wsgi.py``) take what they built at start out of the
     garbage collector's full passes (they otherwise stall a big page's render every few thousand

@@ -69,6 +69,7 @@ def code_blocks(doc: str, heading: str, lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", section, re.S)
 
 
+@pytest.mark.serve
 def test_writing_plugins_example_runs_as_documented(tmp_path):
     """The word-count plugin of docs/writing_plugins.md, installed by its entry point and listed in
     PLUGINS as the docs say: its tool loads, its command reaches the wiki as SYSTEM, and its log

@@ -48,6 +48,8 @@ from hostcore.domain.principal import SYSTEM
 from hostcore.host.host import Host
 from hostcore.indexes.indexer import follower
 
+pytestmark = pytest.mark.slow  # hundreds of drawn calls, uploads among them
+
 # Taken out of the environment: hostcore refuses HOSTCORE_* variables that name no setting.
 EXAMPLES = int(os.environ.pop("HOSTCORE_FUZZ_EXAMPLES", "0"))
 STABLE_CODES = {"validation_error", "not_found", "conflict", "insufficient_scope", "forbidden", "too_large", "unavailable"}

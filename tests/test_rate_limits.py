@@ -70,6 +70,7 @@ def test_off_and_missing_kinds_are_not_limited():
     assert all(limiter.wait(kind, "ann") == 0 for kind in ("requests", "writes") for _ in range(1000))
 
 
+@pytest.mark.redis
 def test_wait_is_when_the_oldest_hit_leaves_the_window(redis):
     limiter = limiter_on(redis.url, {"requests": "2/2 second"})
     start = time.time()
@@ -84,6 +85,7 @@ def test_wait_is_when_the_oldest_hit_leaves_the_window(redis):
     assert limiter.wait("requests", "ann") > 0  # the second is still in the window
 
 
+@pytest.mark.redis
 def test_limiters_on_one_redis_share_one_counter(redis):
     workers = [limiter_on(redis.url, {"writes": "10/minute"}) for _ in range(2)]
     waits = [workers[i % 2].wait("writes", "ann") for i in range(12)]
@@ -91,6 +93,7 @@ def test_limiters_on_one_redis_share_one_counter(redis):
     assert workers[0].status() == {"store": "redis", "limits": {"writes": "10 per minute"}, "reachable": True}
 
 
+@pytest.mark.redis
 def test_redis_down_falls_back_to_memory_and_comes_back(redis, caplog):
     caplog.set_level(logging.INFO, "hostcore.ratelimits")
     limiter = limiter_on(redis.url, {"writes": "3/minute"})

@@ -9,6 +9,7 @@ import pytest
 from hostcore import Unavailable
 from hostcore.host.host import redis_client
 from hostcore.host.shared import RedisShared, SqliteShared
+from hostcore.testing import FakeClock
 from hostcore.testing.redis import redis_server
 
 
@@ -24,7 +25,7 @@ def _open(kind, where):
     return RedisShared(redis_client(where), prefix=f"test-{time.monotonic_ns()}")
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def store(request, tmp_path):
     where = tmp_path / "shared.sqlite" if request.param == "sqlite" else request.getfixturevalue("redis_url")
     shared = _open(request.param, where)
@@ -56,10 +57,17 @@ def test_add_creates_only_once_and_take_hands_out_once(store):
 
 
 def test_records_expire_for_every_operation(store):
+    """SQLite measures expiry by its clock, moved by hand here; Redis expires keys by its own time,
+    so there the test waits."""
+    if isinstance(store, SqliteShared):
+        store.clock = FakeClock()
+        elapse = store.clock.advance
+    else:
+        elapse = time.sleep
     store.put("codes", "short", {"v": 1}, ttl=0.2)
     store.put("codes", "long", {"v": 2}, ttl=60)
     assert store.get("codes", "short") == {"v": 1}
-    time.sleep(0.35)
+    elapse(0.35)
     assert store.get("codes", "short") is None
     assert store.take("codes", "short") is None
     assert store.scan("codes") == [("long", {"v": 2})]
@@ -88,8 +96,9 @@ def _race(kind, where, prefix, op, start, results):
             results.put(shared.take("race", f"k{i}") is not None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["add", "take"])
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def test_racing_processes_have_exactly_one_winner_per_key(kind, op, tmp_path, request):
     where = tmp_path / "shared.sqlite" if kind == "sqlite" else request.getfixturevalue("redis_url")
     prefix = f"race-{time.monotonic_ns()}"
@@ -113,6 +122,7 @@ def test_racing_processes_have_exactly_one_winner_per_key(kind, op, tmp_path, re
     assert len(setup.scan("race")) == (20 if op == "add" else 0)
 
 
+@pytest.mark.redis
 def test_redis_down_is_a_clear_unavailable_error():
     with redis_server() as srv:
         shared = RedisShared(redis_client(srv.url))
@@ -125,6 +135,7 @@ def test_redis_down_is_a_clear_unavailable_error():
         shared.client.close()
 
 
+@pytest.mark.redis
 @pytest.mark.parametrize("written", [False, True])
 def test_redis_without_a_written_public_url_warns(written, redis_url, tmp_path, caplog):
     """Hosts sharing Redis find each other's records under their PUBLIC_URL: one left to the bind
@@ -156,6 +167,7 @@ def _open_new(where, start, results):
         results.put(repr(exc))
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_file_at_once_all_get_wal(tmp_path):
     """Workers that start together open a new SQLite file together: switching it to WAL needs a
     lock SQLite refuses at once ("database is locked") rather than waits for; each waits its turn."""

@@ -46,12 +46,12 @@ CREATE TABLE IF NOT EXISTS records (
 """
 
 
-def _expires(ttl: float | None) -> float | None:
+def _expires(ttl: float | None, now: float) -> float | None:
     if ttl is None:
         return None
     if not (isinstance(ttl, (int, float)) and math.isfinite(ttl) and ttl > 0):
         raise ValueError(f"ttl is a positive number of seconds or None, not {ttl!r}")
-    return time.time() + ttl
+    return now + ttl
 
 
 def damage_message(name: str, problem: str) -> str:
@@ -76,7 +76,8 @@ def _guarded(method: Callable[Concatenate[SqliteShared, P], T]) -> Callable[Conc
 
 
 class SqliteShared(SharedState):
-    """Records in ``path`` (WAL): shared by the threads and processes of one machine.
+    """Records in ``path`` (WAL): shared by the threads and processes of one machine. ``clock``
+    (epoch seconds) is what expiry is measured by; tests give a :class:`hostcore.testing.FakeClock`.
 
     Damage met by any process is recorded beside the file (``NAME.damage``, with the file's
     identity, so a file repaired or replaced since is not taken for damaged) for :meth:`damage`.
@@ -84,8 +85,9 @@ class SqliteShared(SharedState):
 
     name = "sqlite"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
+        self.clock = clock
         self._db = ThreadLocalDB(self.path, SCHEMA)
         self._marker = self.path.with_name(self.path.name + ".damage")
         self._logged = False
@@ -148,7 +150,7 @@ class SqliteShared(SharedState):
         check_kind_key(kind, key)
         row = self._db.db().execute(
             "SELECT value FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
-            (kind, key, time.time()),
+            (kind, key, self.clock()),
         ).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -157,7 +159,7 @@ class SqliteShared(SharedState):
         check_kind_key(kind, key)
         self._db.db().execute(
             "INSERT OR REPLACE INTO records (kind, key, value, expires) VALUES (?, ?, ?, ?)",
-            (kind, key, json.dumps(value), _expires(ttl)),
+            (kind, key, json.dumps(value), _expires(ttl, self.clock())),
         )
 
     @_guarded
@@ -168,7 +170,7 @@ class SqliteShared(SharedState):
             "INSERT INTO records (kind, key, value, expires) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires "
             "WHERE records.expires IS NOT NULL AND records.expires <= ?",
-            (kind, key, json.dumps(value), _expires(ttl), time.time()),
+            (kind, key, json.dumps(value), _expires(ttl, now := self.clock()), now),
         )
         return cur.rowcount == 1
 
@@ -178,14 +180,14 @@ class SqliteShared(SharedState):
         row = self._db.db().execute(
             "DELETE FROM records WHERE kind = ? AND key = ? RETURNING value, expires", (kind, key)
         ).fetchone()
-        if row is None or (row[1] is not None and row[1] <= time.time()):
+        if row is None or (row[1] is not None and row[1] <= self.clock()):
             return None
         return json.loads(row[0])
 
     @_guarded
     def delete(self, kind: str, key: str) -> bool:
         check_kind_key(kind, key)
-        now = time.time()
+        now = self.clock()
         cur = self._db.db().execute(
             "DELETE FROM records WHERE kind = ? AND key = ? RETURNING expires", (kind, key)
         ).fetchone()
@@ -195,7 +197,7 @@ class SqliteShared(SharedState):
     def scan(self, kind: str) -> list[tuple[str, Record]]:
         check_kind_key(kind, "*")
         db = self._db.db()
-        now = time.time()
+        now = self.clock()
         db.execute("DELETE FROM records WHERE kind = ? AND expires IS NOT NULL AND expires <= ?", (kind, now))
         rows = db.execute("SELECT key, value FROM records WHERE kind = ? ORDER BY key", (kind,))
         return [(key, json.loads(value)) for key, value in rows]
@@ -204,7 +206,7 @@ class SqliteShared(SharedState):
     def records(self) -> list[Row]:
         rows = self._db.db().execute(
             "SELECT kind, key, value, expires FROM records WHERE expires IS NULL OR expires > ? ORDER BY kind, key",
-            (time.time(),),
+            (self.clock(),),
         )
         return [(kind, key, json.loads(value), expires) for kind, key, value, expires in rows]
 
@@ -293,7 +295,7 @@ class RedisShared(SharedState):
 
     @staticmethod
     def _ms(ttl: float | None) -> int | None:
-        _expires(ttl)  # validates
+        _expires(ttl, 0.0)  # validates
         return None if ttl is None else max(1, int(ttl * 1000))
 
     def _write(self, kind: str, key: str, value: Record, ttl: float | None, only_new: bool) -> bool:

@@ -15,6 +15,7 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hostcore.domain.principal import Principal
@@ -64,15 +65,17 @@ def _load(text: str) -> Principal:
 
 
 class UploadTickets:
-    """The tickets in shared state: every worker and every host sees the same ones."""
+    """The tickets in shared state: every worker and every host sees the same ones. ``clock``
+    (epoch seconds) is what a ticket's expiry is measured by."""
 
-    def __init__(self, shared: SharedState) -> None:
+    def __init__(self, shared: SharedState, clock: Callable[[], float] = time.time) -> None:
         self.shared = shared
+        self.clock = clock
 
     def issue(self, slug: str, filename: str, principal: Principal, seconds: float) -> tuple[str, float]:
         """A new ticket's token and expiry (epoch seconds); the record itself is gone a day later."""
         token = secrets.token_urlsafe(32)
-        expires = time.time() + seconds
+        expires = self.clock() + seconds
         record = {"slug": slug, "filename": filename, "principal": _dump(principal), "expires": expires}
         self.shared.put(TICKET, _digest(token), record, ttl=seconds + KEEP_USED)
         return token, expires
@@ -90,10 +93,10 @@ class UploadTickets:
         record = self.shared.take(TICKET, _digest(token))
         if record is None:
             raise self._refusal(token)
-        if record["expires"] <= time.time():
+        if record["expires"] <= self.clock():
             self.shared.put(TICKET, _digest(token), record, ttl=KEEP_USED)  # kept, to say it expired
             self._usable(record)
-        self.shared.put(USED, _digest(token), {"used": time.time()}, ttl=KEEP_USED)
+        self.shared.put(USED, _digest(token), {"used": self.clock()}, ttl=KEEP_USED)
         return self._usable(record)
 
     def _refusal(self, token: str) -> TicketRefused:
@@ -104,10 +107,9 @@ class UploadTickets:
             f"this upload URL was already used at {_iso(used['used'])}; each URL works once, so call upload_attachment "
             "for a new one", 410)  # fmt: skip
 
-    @staticmethod
-    def _usable(record: dict[str, object]) -> Ticket:
+    def _usable(self, record: dict[str, object]) -> Ticket:
         expires = float(record["expires"])  # type: ignore[arg-type]
-        if expires <= time.time():
+        if expires <= self.clock():
             raise TicketRefused(f"this upload URL expired at {_iso(expires)}; call upload_attachment for a new one", 410)
         return Ticket(str(record["slug"]), str(record["filename"]), _load(str(record["principal"])), expires)
 

@@ -10,8 +10,12 @@
 - ``documents``: :func:`pdf_document` (a real PDF, one page per string), :func:`png_image` (a real PNG).
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
 - :func:`sign_in_client`: a person signed in on a Flask test client, as a sign-in plugin does it.
+- :class:`FakeClock`: a clock a test moves by hand, for expiry without sleeping (``clock``).
+- ``tiers``: the markers (``serve``, ``browser``, ``s3``, ``redis``) and ``pytest --fast``, as a
+  pytest plugin: ``pytest_plugins = ["hostcore.testing.tiers"]`` in your root ``conftest.py``.
 """
 
+from hostcore.testing.clock import FakeClock
 from hostcore.testing.disks import fill_disk, small_disk
 from hostcore.testing.plugins import plugin_manager
 from hostcore.testing.redis import RedisServer, redis_server
@@ -30,6 +34,7 @@ from hostcore.testing.sessions import sign_in_client
 from hostcore.testing.storage_suite import StorageConformance
 
 __all__ = [
+    "FakeClock",
     "RedisServer",
     "SearchConformance",
     "StorageConformance",

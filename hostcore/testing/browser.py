@@ -32,6 +32,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
+from hostcore.testing.servers import check_tier
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 DRIVERS = ("chromedriver",)
 WINDOW = (1024, 768)
@@ -89,6 +91,7 @@ class Browser(webdriver.Chrome):
 @contextmanager
 def chromium(width: int = WINDOW[0], height: int = WINDOW[1]) -> Iterator[Browser]:
     """A headless Chromium, quit on exit. Fails (never skips) with the packages to install when it is missing."""
+    check_tier("browser", "a headless Chromium")
     binary = _find(BROWSERS)
     driver = _find(DRIVERS, ("/usr/lib/chromium/chromedriver",))
     if binary is None or driver is None:

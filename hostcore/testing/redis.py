@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hostcore.testing.servers import free_port
+from hostcore.testing.servers import free_port, start_process_group, stop_process_group
 
 STARTUP_TIMEOUT = 10.0
 
@@ -43,10 +43,10 @@ class RedisServer:
 
     def start(self) -> None:
         """Start it (with the data it kept, if persistent) and wait until it answers PING."""
-        self.proc = subprocess.Popen(
+        self.proc = start_process_group(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", self.appendonly,
              "--dir", self._dir.name, "--logfile", self.log],
-            stdin=subprocess.DEVNULL,
+            marker="redis", what="redis-server", stdin=subprocess.DEVNULL,
         )  # fmt: skip
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not self.answers():
@@ -68,13 +68,7 @@ class RedisServer:
         """Stop it (TERM, KILL if it lingers); the port is then refused."""
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process_group(self.proc)
         self.proc = None
 
     def close(self) -> None:

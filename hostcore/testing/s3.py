@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from hostcore.testing.servers import free_port, stop_process_group
+from hostcore.testing.servers import free_port, start_process_group, stop_process_group
 
 BUCKET = "hostcore-test"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -79,9 +79,9 @@ def start_moto(log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [*moto_server_cmd(), "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        proc = start_process_group(
+            [*moto_server_cmd(), "-H", "127.0.0.1", "-p", str(port)], marker="s3", what="moto's S3 server",
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -291,6 +291,7 @@ class SearchConformance:
             assert err.field == "query"
         assert self.search(backend, "word " + query) == ["n/a"]
 
+    @pytest.mark.slow  # writers in interpreters of their own
     def test_concurrent_writer_processes(self, backend: SearchBackend) -> None:
         backend.update([search_doc("base/page", body="racer0 base")])
         assert self.search(backend, "racer0") == ["base/page"]

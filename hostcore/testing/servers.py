@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -13,6 +14,54 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+# --- process groups: started, refused in the fast tier, never left behind ---------------------
+#
+# Every server the helpers start (``hostcore serve``, moto, ``redis-server``) runs in a process
+# group of its own, so stopping it stops its workers too. Each group is remembered until it is
+# stopped; what is left (a test that never stopped its server, a second Ctrl-C in the middle of a
+# teardown) is stopped at the end of the pytest session (``hostcore.testing.tiers``) and at
+# interpreter exit, which an interrupted pytest reaches too (Ctrl-C, and SIGTERM through the
+# tiers plugin).
+
+_running: dict[int, subprocess.Popen[Any]] = {}
+_refused: set[str] = set()
+
+
+def refuse(markers: set[str] | frozenset[str]) -> None:
+    """Make the helpers refuse to start what tests with these markers start (the fast tier runs
+    without them, so an unmarked test that starts one fails, naming the marker to add)."""
+    _refused.clear()
+    _refused.update(markers)
+
+
+def check_tier(marker: str, what: str) -> None:
+    """Raise when the running tier leaves out tests marked ``marker``: the test starting ``what`` lacks the mark."""
+    if marker in _refused:
+        raise RuntimeError(
+            f"this test starts {what}, which the fast tier (`pytest --fast`, `make check`) leaves out: "
+            f"mark it @pytest.mark.{marker} (see docs/writing_plugins.md, Testing a plugin)"
+        )
+
+
+def start_process_group(argv: list[str], *, marker: str, what: str, **popen: Any) -> subprocess.Popen[Any]:
+    """``Popen(argv, **popen)`` in a process group of its own, stopped at exit if nobody stops it
+    first (:func:`stop_process_group`); refused (see :func:`check_tier`) in a tier that leaves out
+    tests marked ``marker``, saying the test starts ``what``."""
+    check_tier(marker, what)
+    proc = subprocess.Popen(argv, start_new_session=True, **popen)
+    _running[proc.pid] = proc
+    return proc
+
+
+def stop_all_process_groups() -> None:
+    """Stop every process group the helpers started and nobody stopped."""
+    for proc in list(_running.values()):
+        stop_process_group(proc)
+
+
+atexit.register(stop_all_process_groups)
+os.register_at_fork(after_in_child=_running.clear)  # a forked child's exit must not stop its parent's servers
 
 # --- a real server for end-to-end tests ------------------------------------------------------
 #
@@ -115,6 +164,7 @@ def stop_process_group(proc: subprocess.Popen[Any]) -> None:
         pass
     if proc.poll() is None:
         proc.wait(timeout=10)
+    _running.pop(proc.pid, None)
 
 
 def start_server(
@@ -131,14 +181,15 @@ def start_server(
     log = log or instance.parent / f"serve-{port}.log"
     env = hostcore_env(env)
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
+        proc = start_process_group(
             [*hostcore_cmd(), "serve", "--instance", str(instance), "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
             + (["--threads", str(threads)] if threads else []),
+            marker="serve",
+            what="hostcore serve",
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
-            start_new_session=True,
         )
     try:
         _wait_until_up(proc, base, log)

@@ -221,6 +221,7 @@ class StorageConformance:
         with pytest.raises((ValidationError, NotFound)):
             storage.read(path)
 
+    @pytest.mark.slow  # eight interpreters started and racing
     def test_processes_race_one_winner(self, storage: Storage, tmp_path: Path) -> None:
         base = storage.apply([Put("race/page.md", b"base\n", expect=None)], CHANGE)["race/page.md"]
         ctx = multiprocessing.get_context("spawn")

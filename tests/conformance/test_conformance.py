@@ -16,6 +16,7 @@ from hostcore.testing import cli, create_token, start_server, stop_process_group
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+pytestmark = pytest.mark.serve
 
 
 @pytest.fixture(scope="module")

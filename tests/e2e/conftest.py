@@ -57,6 +57,11 @@ def create_token(instance: Path, name: str, scopes: Any, namespaces: Any = ()) -
 def start_server(instance: Path, workers: int = 2, log: Path | None = None) -> tuple[Any, str, int, Path]:
     return testing.start_server(instance, workers, log, env=E2E_ENV)
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Every test here runs against a real ``hostcore serve``: the fast tier leaves them out."""
+    item.add_marker(pytest.mark.serve)
+
+
 MODES = ("2026-07-28", "legacy")
 """Protocol modes of the official client: 2026-07-28 (stateless, no handshake) and the
 2025-11-25 initialize handshake ("legacy")."""

@@ -221,6 +221,7 @@ def test_find_person_gives_the_accounts_scopes_and_namespaces(app):
     assert host.pm.hook.find_person(name="../x", host=host) is None
 
 
+@pytest.mark.serve
 def test_user_commands(tmp_path):
     """The real CLI, in subprocesses: passwords from stdin or the prompt, never echoed."""
     instance = tmp_path / "instance"

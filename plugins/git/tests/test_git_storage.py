@@ -157,6 +157,7 @@ def test_stale_ref_lock_is_removed(storage: GitStorage) -> None:
     assert storage.read("ns/a.md") == b"two" and not lock.exists()
 
 
+@pytest.mark.slow
 def test_processes_leave_a_clean_repository(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     GitStorage(root).close()
@@ -169,6 +170,7 @@ def test_processes_leave_a_clean_repository(tmp_path: Path) -> None:
     storage.close()
 
 
+@pytest.mark.slow
 def test_killed_writers_leave_every_page_whole(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     GitStorage(root).close()
@@ -340,6 +342,7 @@ def acknowledged(lines: list[str]) -> dict[str, tuple[int, set[str]]]:
     return acks
 
 
+@pytest.mark.slow
 def test_concurrent_processes_git_gc_and_a_killed_writer_lose_no_acknowledged_write(tmp_path: Path) -> None:
     """Two writer processes of four threads each save their own pages while an operator runs git
     gc and git repack, and one writer is killed mid-way: every acknowledged save is a commit of

@@ -26,6 +26,8 @@ from oauthflow import ACCESS_SECONDS, PASSWORD, Served
 
 from hostcore import testing
 
+pytestmark = pytest.mark.serve
+
 HERE = Path(__file__).resolve().parent
 REDIRECT = "http://127.0.0.1:33418/callback"
 

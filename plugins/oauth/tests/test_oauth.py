@@ -5,7 +5,6 @@ every refusal with nothing granted."""
 from __future__ import annotations
 
 import json
-import time
 from urllib.parse import urlencode
 
 import pytest
@@ -25,6 +24,7 @@ from oauthflow import (
 )
 
 from hostcore import StartupError, create_app
+from hostcore.testing import FakeClock
 from hostcore_tokens import store as tokens_store
 
 REDIRECT = "https://app.example/cb"
@@ -340,11 +340,13 @@ def test_a_token_for_another_resource_is_refused(client, app):
 
 
 def test_an_expired_access_token_is_refused(tmp_path):
-    app = make_app(tmp_path, access_token_seconds=1)
+    app = make_app(tmp_path, access_token_seconds=60)
+    app.extensions["hostcore"].shared.clock = clock = FakeClock()
     client = app.test_client()
     _, tokens = connect(client)
+    clock.advance(59)
     assert ok(call(client, tokens["access_token"], "list_pages", {}))
-    time.sleep(1.2)
+    clock.advance(2)
     answer = call(client, tokens["access_token"], "list_pages", {})
     assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
     app.extensions["hostcore"].close()
@@ -418,6 +420,7 @@ def test_bad_settings_are_named(tmp_path):
     assert "PLUGIN_CONFIG.oauth.code_seconds: expected a positive int, got -1" in str(err.value)
 
 
+@pytest.mark.redis
 def test_with_redis_two_hosts_share_clients_grants_and_revocation(tmp_path):
     """Two hosts (two instance folders) on one real Redis: a client registered and a token issued
     on one works on the other, and a disconnect on either is refused by both at once."""

@@ -248,6 +248,7 @@ class TestSqliteSearch(SearchConformance):
         assert backend.hashes() == {"n/a": "h1"}
         assert self.search(backend, "after") == []
 
+    @pytest.mark.slow
     def test_write_visible_to_next_search_in_other_process(self, backend: SqliteSearch) -> None:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()

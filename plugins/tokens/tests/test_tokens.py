@@ -89,6 +89,7 @@ def test_racing_creators_of_one_name_have_one_winner(host):
     assert store(host).verify(winners[0]).name == "same"
 
 
+@pytest.mark.redis
 def test_a_token_made_on_one_host_works_on_another_at_once(tmp_path, redis_url):
     url = "http://wiki.example.org"
     a = _host(tmp_path / "a", REDIS_URL=redis_url, PUBLIC_URL=url)
@@ -105,6 +106,7 @@ def test_a_token_made_on_one_host_works_on_another_at_once(tmp_path, redis_url):
         b.close()
 
 
+@pytest.mark.redis
 def test_redis_down_is_unavailable_not_unknown(tmp_path):
     with redis_server() as srv:
         host = _host(tmp_path / "a", REDIS_URL=srv.url)

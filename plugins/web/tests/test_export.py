@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from hostcore import SYSTEM
 from hostcore.testing.documents import png_image
 from hostcore.testing.servers import cli, free_port, stop_process_group
@@ -56,6 +58,7 @@ def get(url: str) -> tuple[int, str, bytes]:
         return exc.code, "", b""
 
 
+@pytest.mark.slow
 def test_an_exported_namespace_works_on_a_plain_web_server(host, admin, tmp_path):
     admin.save_page("pub/index", body="# Home\n\nSee [[pub/trips/paris]].\n\n![banner](/_/files/pub/index/hero.png)", title="Home")
     admin.save_page("pub/trips/paris", body=(
