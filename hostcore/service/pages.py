@@ -16,13 +16,13 @@ from hostcore.domain.pages import (
     check_title,
     namespace_of,
     page_path,
-    section,
     slug_from_path,
     window,
 )
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Delete, Operation, Put
 from hostcore.service.base import WikiBase
+from hostcore.service.sections import section_of
 
 MAX_EDITS = 128
 
@@ -83,7 +83,7 @@ class PagesMixin(WikiBase):
         page = self.page(slug)
         if section_name is not None and not section_name.strip():
             raise ValidationError("is empty; give a heading's text, or omit section for the whole page", field="section")
-        text = section(page.body, section_name) if section_name else page.body
+        text = section_of(page, section_name) if section_name else page.body
         result: PageWindow = {
             "slug": page.slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash,
             **window(text, offset, limit),

@@ -3,7 +3,7 @@
 A :class:`Wiki` is bound to one principal. MCP tools, web views and CLI commands call its
 methods; none of them checks access, validates input or compares hashes on its own. Each family
 of operations is a mixin in a module of its own (pages, namespaces, links, history, search,
-documents, attachments) over :class:`~hostcore.service.base.WikiBase`. Methods return the TypedDicts of the
+documents, attachments, sections) over :class:`~hostcore.service.base.WikiBase`. Methods return the TypedDicts of the
 tool contract's results, and raise ``hostcore.errors``.
 """
 
@@ -16,7 +16,10 @@ from hostcore.service.links import LinksMixin
 from hostcore.service.namespaces import NamespacesMixin
 from hostcore.service.pages import PagesMixin
 from hostcore.service.search import SearchMixin
+from hostcore.service.sections import SectionsMixin
 
 
-class Wiki(LinksMixin, PagesMixin, NamespacesMixin, HistoryMixin, DocumentsMixin, SearchMixin, AttachmentsMixin):
+class Wiki(
+    LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, DocumentsMixin, SearchMixin, AttachmentsMixin
+):
     """The wiki as one principal may see and change it: every operation of the service layer."""
