@@ -239,6 +239,7 @@ def test_apply_changes_writes_nothing_when_one_fails(git_host, ann):
         ([{"op": "save", "slug": "notes/a", "basehash": a, "new_slug": "notes/x"}], "changes[0].new_slug", "is not used by op 'save'"),
         ([{"op": "save", "slug": "notes/a", "basehash": a, "body": "x"}, {"op": "delete", "slug": "notes/a"}],
          "changes[1].slug", "changed by changes[0] already"),
+        ([{"op": "save", "slug": "notes/n", "body": "x"}, {"op": "delete", "slug": "notes/n"}], "changes[1].slug", "changed by changes[0]"),
         ([{"op": "move", "slug": "notes/a", "new_slug": "notes/b", "basehash": a}], "changes[0].new_slug", "holds a page already"),
         ([{"op": "save", "slug": "nowhere/x", "body": "x"}], "changes[0].slug", "does not exist"),
         ([{"op": "edit", "slug": "notes/a", "basehash": a, "edits": [{"oldText": "zzz", "newText": "y"}]}],

@@ -57,20 +57,22 @@ class ChangesMixin(LinksMixin):
         plans: list[Plan] = []
         owner: dict[str, int] = {}  # page slug -> the change that touches it
         for i, change in enumerate(changes):
+            for name in ("slug", "new_slug"):
+                slug = change.get(name)
+                if slug is None or (name == "new_slug" and change.get("op") != "move"):
+                    continue
+                if slug in owner:
+                    raise ValidationError(
+                        f"{slug!r} is changed by changes[{owner[slug]}] already; change each page once per call",
+                        field=f"changes[{i}].{name}",
+                    )
+                owner[slug] = i
             try:
-                plan = self._plan_change(change)
+                plans.append(self._plan_change(change))
             except HostcoreError as exc:
                 exc.field = f"changes[{i}].{exc.field}" if exc.field else f"changes[{i}]"
                 exc.data.setdefault("index", i)
                 raise
-            for slug in {change["slug"], *([change["new_slug"]] if change["op"] == "move" else [])}:
-                if slug in owner:
-                    raise ValidationError(
-                        f"{slug!r} is changed by changes[{owner[slug]}] already; change each page once per call",
-                        field=f"changes[{i}].slug",
-                    )
-                owner[slug] = i
-            plans.append(plan)
         writing = [p for p in plans if p.ops]
         if writing:
             self._write(changes, plans, writing)
