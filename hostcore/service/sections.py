@@ -81,6 +81,16 @@ class SectionEdited(TypedDict):
     added_sections: list[str]
 
 
+class SectionSource(TypedDict):
+    slug: str
+    hash: str
+    section_id: str
+    level: int
+    title: str
+    rev: str
+    text: str
+
+
 class TextReplaced(TypedDict):
     slug: str
     hash: str
@@ -169,6 +179,15 @@ class SectionsMixin(WikiBase):
         s = o.sections[at]
         win = dom.window(o, at, offset, limit)
         return {"slug": slug, "hash": digest, "section_id": s.id, "level": s.level, "title": s.title, "rev": s.rev, **win}
+
+    def section_source(self, slug: str, section_id: str) -> SectionSource:
+        """A section's own text exactly as stored (heading line, blocks and the blank lines between), with its rev."""
+        self._access("read", slug)
+        digest, o = self._outlined(slug)
+        at = o.find(section_id)
+        s = o.sections[at]
+        return {"slug": slug, "hash": digest, "section_id": s.id, "level": s.level, "title": s.title, "rev": s.rev,
+                "text": o.own_text(at)}  # fmt: skip
 
     def edit_blocks(
         self, slug: str, section_id: str, rev: str, after_block: int, remove_blocks: int = 0, markdown: str = ""

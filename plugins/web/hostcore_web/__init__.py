@@ -14,7 +14,7 @@ from jinja2 import FileSystemBytecodeCache
 
 from hostcore import hookimpl
 
-from . import account, views  # noqa: F401  (account adds its routes to the blueprint)
+from . import account, section_edit, views  # noqa: F401  (account and section_edit add their routes to the blueprint)
 
 
 @hookimpl

@@ -28,7 +28,7 @@ from hostcore import (
     serving_headers,
 )
 
-from . import access, render, widgets
+from . import access, render, sections, widgets
 from .access import SignInFirst, host, require_reader, require_writer
 
 _STATE_LOCK = threading.RLock()  # one render cache and one prerender per host, however many threads ask first
@@ -270,6 +270,8 @@ def read(namespace: str, rest: str) -> Any:
             abort(404)
         raise
     body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
+    if _can_write(person, namespace) and not revision and not section:
+        body = sections.with_edit_links(body, slug, wiki, window["hash"])
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, revision=window.get("revision"),
         section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),
