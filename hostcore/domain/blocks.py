@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hostcore.domain.attachments import URL_PREFIX
 
@@ -30,8 +30,7 @@ TABLE = "table"
 RULE = "rule"
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """``text[start:end]`` is one block: its lines, the last one without its newline.
 
     ``level`` and ``title`` are set for an ATX heading (the title without its ``#`` marks).
@@ -250,7 +249,8 @@ def _scan(src: _Lines) -> Iterator[Block]:
             if c == "#":
                 m = _ATX.match(s)
                 if m is not None:
-                    title = _CLOSING.sub("", s[m.end() :].rstrip("\r")).strip(" \t")
+                    title = s[m.end() :].rstrip(" \t\r")
+                    title = (_CLOSING.sub("", title) if title.endswith("#") else title).strip(" \t")
                     yield Block(HEADING, start, src.end(i), len(m.group(1)), title)
                     i += 1
                     continue

@@ -27,7 +27,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NotRequired
+from typing import Literal, NamedTuple, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -40,6 +40,7 @@ TOP = "_top"
 POSITIONS = ("end", "start", "before", "after")
 Position = Literal["end", "start", "before", "after"]
 
+_NON_WORD = re.compile(r"[^\w]+")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _BLANK_START = re.compile(r"\n[ \t\r]*\n")
 _TRAILING_BLANKS = re.compile(r"(?:\n[ \t\r]*)+$")
@@ -52,12 +53,11 @@ def rev_of(text: str) -> str:
 
 def anchor(title: str) -> str:
     """A heading's text as an id: NFKC, case folded, runs of anything but letters, digits and _ as '-'."""
-    folded = unicodedata.normalize("NFKC", title).casefold()
-    return re.sub(r"[^\w]+", "-", folded).strip("-_") or "section"
+    folded = (title if title.isascii() else unicodedata.normalize("NFKC", title)).casefold()
+    return _NON_WORD.sub("-", folded).strip("-_") or "section"
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(NamedTuple):
     """One section: ``body[start:end]`` is its own text, ``body[start:body_start]`` its heading line."""
 
     id: str

@@ -33,6 +33,7 @@ LAND_SECONDS = 20.0
 """How long a section edit or an append keeps trying while other writers' changes land first."""
 
 _outlines: OrderedDict[str, dom.Outline] = OrderedDict()
+_listings: dict[str, list[OutlineEntry]] = {}
 _outlines_lock = threading.Lock()
 
 
@@ -123,7 +124,27 @@ def _keep(digest: str, made: dom.Outline) -> None:
     with _outlines_lock:
         _outlines[digest] = made
         while len(_outlines) > OUTLINES_KEPT:
-            _outlines.popitem(last=False)
+            gone, _o = _outlines.popitem(last=False)
+            _listings.pop(gone, None)
+
+
+def _listing(digest: str, o: dom.Outline) -> list[OutlineEntry]:
+    """The outline's entries as outline lists them, made once per kept outline. Its dicts are
+    shared: callers serialise them, never change them."""
+    with _outlines_lock:
+        found = _listings.get(digest)
+    if found is not None:
+        return found
+    made: list[OutlineEntry] = [
+        {"section_id": s.id, "level": s.level, "title": s.title, "parent": s.parent, "rev": s.rev,
+         "blocks": len(s.blocks), "chars": s.end - s.start}
+        for i, s in enumerate(o.sections)
+        if i or s.blocks
+    ]  # fmt: skip
+    with _outlines_lock:
+        if digest in _outlines:  # kept as long as its outline is
+            _listings[digest] = made
+    return made
 
 
 def section_of(page: Page, name: str) -> str:
@@ -153,20 +174,15 @@ class SectionsMixin(WikiBase):
         page = self._load(slug)
         return page.hash, outline_of(page)
 
-    def outline(self, slug: str, offset: int = 0, limit: int = 1000) -> OutlineResult:
+    def outline(self, slug: str, offset: int = 0, limit: int = 200) -> OutlineResult:
         self._access("read", slug)
         digest, o = self._outlined(slug)
-        listed = [s for i, s in enumerate(o.sections) if i or s.blocks]
-        chosen = listed[offset : offset + limit]
+        listed = _listing(digest, o)
         more = offset + limit < len(listed)
         return {
             "slug": slug,
             "hash": digest,
-            "sections": [
-                {"section_id": s.id, "level": s.level, "title": s.title, "parent": s.parent, "rev": s.rev,
-                 "blocks": len(s.blocks), "chars": s.end - s.start}
-                for s in chosen
-            ],
+            "sections": listed[offset : offset + limit],
             "total": len(listed),
             "more": more,
             "next_offset": offset + limit if more else None,

@@ -30,13 +30,14 @@ Markdown = Annotated[str, Field(max_length=MAX_BODY_BYTES, description="Markdown
 def outline(
     slug: Slug,
     offset: Annotated[int, Field(ge=0, description="number of sections to skip; pass next_offset from the previous call")] = 0,
-    limit: Annotated[int, Field(ge=1, le=5000, description="maximum sections to return")] = 1000,
+    limit: Annotated[int, Field(ge=1, le=2000, description="maximum sections to return")] = 200,
     *,
     wiki: Wiki,
 ) -> OutlineResult:
     """List a page's sections in order: each heading's section_id, level, title, parent (section_id of the heading it sits under, null at the top), rev, and its count of blocks and characters.
 
-    Arguments: slug; offset (sections to skip, default 0); limit (1-5000, default 1000). A section is a
+    Arguments: slug; offset (sections to skip, default 0); limit (1-2000, default 200); when more is
+    true, pass next_offset as offset for the next sections. A section is a
     heading and its own text up to the next heading of any level. Text before the first heading is the
     section _top (level 0, listed when it has blocks). A section_id stays the same while its heading's
     text and its place among headings of the same text do not change; read_page's section accepts it.
