@@ -10,6 +10,11 @@ stays inside that block: only a heading at the top level starts a section.
 :func:`media` lists what a block shows that an assistant could not put back from the text alone
 once removed: images, links to attachments and embedded HTML media.
 
+The scanner follows markdown-it's reading wherever pages are written as people write them (a test
+of the web plugin compares the two on tricky and generated pages); a lazy continuation line after
+content nested two levels deep in lists or quotes can still be read otherwise. Section edits are
+checked against this reading alone, so such a difference can refuse an edit, never garble a page.
+
 Pure: no I/O.
 """
 

@@ -345,7 +345,8 @@ def replace_text(o: Outline, at: int, old_text: str, new_text: str) -> tuple[str
     expected = [o.text(x) for x in s.blocks]
     expected[n - 1] = after
     body = o.body[:pos] + new_text + o.body[pos + len(old_text) :]
-    if outline(body).shapes() != [*o.shapes()[:at], (s.level, s.title, tuple(expected)), *o.shapes()[at + 1:]]:
+    shapes = o.shapes()
+    if outline(body).shapes() != [*shapes[:at], (s.level, s.title, tuple(expected)), *shapes[at + 1 :]]:
         raise ValidationError(
             f"would change the shape of block {n} (split it, join it to another or add a heading); "
             "use edit_blocks to replace whole blocks",
