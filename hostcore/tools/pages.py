@@ -32,8 +32,8 @@ def read_page(
     section: Annotated[
         str | None,
         Field(
-            description="heading text; return only that heading and the text under it, up to the next heading "
-            "of the same or a higher level"
+            description="heading text (or a section_id from outline); return only that heading and the text under "
+            "it, up to the next heading of the same or a higher level"
         ),
     ] = None,
     offset: Offset = 0,
@@ -50,8 +50,8 @@ def read_page(
 ) -> PageWindow:
     """Read one page: its Markdown body, title, tags, pin state and hash.
 
-    Arguments: slug (namespace/page); section (optional heading text, matched ignoring case: only that
-    heading and what is under it); offset (first character, default 0); limit (maximum characters,
+    Arguments: slug (namespace/page); section (optional heading text, matched ignoring case, or a
+    section_id from outline: only that heading and what is under it); offset (first character, default 0); limit (maximum characters,
     1-100000, default 40000); revision (optional commit id from page_history, with storage that keeps
     history: read that older version). Pass the returned hash as basehash to edit_page, save_page or delete_page.
     A long body comes in windows: when truncated is true, call again with offset set to next_offset, or
