@@ -421,9 +421,10 @@ def headings(body: str) -> list[tuple[int, str, int]]:
     """(level, text, character offset) of every ATX heading outside fenced code."""
     out, fenced, pos = [], False, 0
     for line in body.split("\n"):
-        if _FENCE.match(line.lstrip()):
+        first = line.lstrip()[:1]
+        if first in ("`", "~") and _FENCE.match(line.lstrip()):
             fenced = not fenced
-        elif not fenced:
+        elif first == "#" and not fenced:
             m = _HEADING.match(line)
             if m:
                 out.append((len(m.group(1)), m.group(2).strip(), pos))

@@ -14,11 +14,12 @@ from itertools import islice
 from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import files_folder
-from hostcore.domain.pages import Page, hidden_path, namespace_of, page_path, section, window
+from hostcore.domain.pages import Page, hidden_path, namespace_of, page_path, window
 from hostcore.errors import Conflict, NotFound, ValidationError
 from hostcore.seams.storage import Operation, Put, Revision, blob_hash
 from hostcore.service.base import WikiBase
 from hostcore.service.pages import PageWindow
+from hostcore.service.sections import section_of
 
 RECENT_SCAN_LIMIT = 5000  # commits examined at most to fill one recent_changes answer
 MAX_FILES = 100  # files listed per commit; file_count has the total
@@ -175,7 +176,7 @@ class HistoryMixin(WikiBase):
         self._access("read", slug)
         revision = self._resolve_revision(slug, revision)
         page, _data = self._read_revision(slug, revision)
-        text = section(page.body, section_name) if section_name else page.body
+        text = section_of(page, section_name) if section_name else page.body
         result: PageWindow = {
             "slug": slug, "title": page.title, "tags": list(page.tags), "pin": page.pin, "hash": page.hash,
             "revision": revision, **window(text, offset, limit),

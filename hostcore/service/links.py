@@ -23,7 +23,7 @@ from hostcore.indexes.indexer import catch_up
 from hostcore.indexes.link_graph import DanglingLink, LinkingPage, PageFact
 from hostcore.seams.storage import Delete, Operation, Put
 from hostcore.service.base import WikiBase
-from hostcore.service.pages import PagesMixin
+from hostcore.service.pages import PagesMixin, Plan
 
 STALE_DAYS = 180
 HEALTH_LIST_LIMIT = 500
@@ -90,21 +90,11 @@ class LinksMixin(PagesMixin):
         """Write ``new`` (at a new slug) and remove ``page`` in one change, its attachments moving
         along (and the page's own links to them following). Raises Conflict."""
         change = self._change(tool, f"{page.slug} -> {new.slug}")
-        body = rewrite_attachment_links(new.body, page.slug, new.slug)
-        if body != new.body:
-            new = replace(new, body=body).stored()
-        ops: list[Operation] = [
-            Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)
-        ]
-        old_folder, new_folder = files_folder(page.slug), files_folder(new.slug)
-        moves = [(page_path(page.slug), page_path(new.slug))]
-        for path, digest in self._attachments_of(page.slug).items():
-            moved_path = new_folder + path[len(old_folder) :]
-            ops += [Put(moved_path, self.storage.read(path), expect=None), Delete(path, expect=digest)]
-            moves.append((path, moved_path))
-        change = replace(change, moves=tuple(moves))  # recorded, so history follows the page and its files
+        plan = self._relocation(page, new, basehash)
+        new, new_folder = plan.page, files_folder(new.slug)
+        change = replace(change, moves=tuple(plan.moves))  # recorded, so history follows the page and its files
         try:
-            self.storage.apply(ops, change)
+            self.storage.apply(plan.ops, change)
         except Conflict as exc:
             if exc.data.get("path") == page_path(new.slug):
                 raise ValidationError(f"{new.slug!r} was just created by someone else; pick another", field="new_slug") from None
@@ -117,6 +107,23 @@ class LinksMixin(PagesMixin):
         self.host.notify("page_moved", page=new, old_slug=page.slug, change=change)
         return new
 
+    def _relocation(self, page: Page, new: Page, basehash: str) -> Plan:
+        """The operations and moves that write ``new`` (at a new slug) and remove ``page``, its
+        attachments moving along (and the page's own links to them following)."""
+        body = rewrite_attachment_links(new.body, page.slug, new.slug)
+        if body != new.body:
+            new = replace(new, body=body).stored()
+        ops: list[Operation] = [
+            Put(page_path(new.slug), new.to_bytes(), expect=None), Delete(page_path(page.slug), expect=basehash)
+        ]
+        old_folder, new_folder = files_folder(page.slug), files_folder(new.slug)
+        moves = [(page_path(page.slug), page_path(new.slug))]
+        for path, digest in self._attachments_of(page.slug).items():
+            moved_path = new_folder + path[len(old_folder) :]
+            ops += [Put(moved_path, self.storage.read(path), expect=None), Delete(path, expect=digest)]
+            moves.append((path, moved_path))
+        return Plan("page_moved", new, page, ops, moves)
+
     def _check_movable(self, slug: str, new_slug: str, field: str) -> None:
         if slug == _index_page(self, namespace_of(slug)):
             raise ValidationError(f"{slug!r} is its namespace's index page; it cannot be moved", field="slug")
@@ -125,13 +132,17 @@ class LinksMixin(PagesMixin):
             raise ValidationError(f"{new_slug!r} holds a page already; pick another slug or delete that page first", field=field)
         self._check_new_slug(new_slug, field, moving=slug)
 
-    def move_page(self, slug: str, new_slug: str, basehash: str) -> Moved:
+    def _check_move(self, slug: str, new_slug: str, basehash: str) -> Page:
+        """The page to move, after every check of move_page."""
         self._access("write", slug)
         self._access("write", new_slug, "new_slug")
         if new_slug == slug:
             raise ValidationError("is the page's current slug; give a different one", field="new_slug")
         self._check_movable(slug, new_slug, "new_slug")
-        current = self._current_or_conflict(slug, basehash, tool="move_page")
+        return self._current_or_conflict(slug, basehash, tool="move_page")
+
+    def move_page(self, slug: str, new_slug: str, basehash: str) -> Moved:
+        current = self._check_move(slug, new_slug, basehash)
         moved = self._relocate(current, replace(current, slug=new_slug), basehash, "move_page")
         return {"slug": moved.slug, "old_slug": slug, "hash": moved.hash}
 

@@ -32,8 +32,8 @@ def read_page(
     section: Annotated[
         str | None,
         Field(
-            description="heading text; return only that heading and the text under it, up to the next heading "
-            "of the same or a higher level"
+            description="heading text (or a section_id from outline); return only that heading and the text under "
+            "it, up to the next heading of the same or a higher level"
         ),
     ] = None,
     offset: Offset = 0,
@@ -50,8 +50,8 @@ def read_page(
 ) -> PageWindow:
     """Read one page: its Markdown body, title, tags, pin state and hash.
 
-    Arguments: slug (namespace/page); section (optional heading text, matched ignoring case: only that
-    heading and what is under it); offset (first character, default 0); limit (maximum characters,
+    Arguments: slug (namespace/page); section (optional heading text, matched ignoring case, or a
+    section_id from outline: only that heading and what is under it); offset (first character, default 0); limit (maximum characters,
     1-100000, default 40000); revision (optional commit id from page_history, with storage that keeps
     history: read that older version). Pass the returned hash as basehash to edit_page, save_page or delete_page.
     A long body comes in windows: when truncated is true, call again with offset set to next_offset, or
@@ -112,6 +112,13 @@ def edit_page(
         Field(min_length=1, max_length=MAX_EDITS, description="replacements, applied in order"),
     ],
     dryRun: Annotated[bool, Field(description="return the diff without committing")] = False,
+    rebase: Annotated[
+        bool,
+        Field(
+            description="with a stale basehash, apply the edits to the current page when each oldText still matches "
+            "exactly once and nothing changed since basehash touches the lines they change"
+        ),
+    ] = False,
     *,
     wiki: Wiki,
 ) -> EditResult:
@@ -123,8 +130,13 @@ def edit_page(
     newText may be empty to delete. Any failed edit cancels the whole call and nothing is written. All
     edits land as one change. The result has slug, hash, changed and a unified diff of the changed lines
     with 2 lines of context, as diff -U2 writes it; a no-op changes nothing. A stale basehash fails with a conflict carrying the current hash: re-read and retry.
+    With rebase true, a stale basehash does not fail when the edits can be carried over safely (each oldText
+    still occurs exactly once, and no change since basehash touches the lines the edits change): they are
+    applied to the current page and the result says rebased, with basehash and current (the hash they
+    were applied to); otherwise it is the same conflict. Needs storage that keeps history.
     """
-    return wiki.edit_page(slug, basehash, [{"oldText": e["oldText"], "newText": e["newText"]} for e in edits], dryRun)
+    edited = [{"oldText": e["oldText"], "newText": e["newText"]} for e in edits]
+    return wiki.edit_page(slug, basehash, edited, dryRun, rebase)
 
 
 @tool(scope="write", destructive=True, title="Delete a page")

@@ -30,7 +30,7 @@ from hostcore import (
     serving_headers,
 )
 
-from . import access, assets, render, widgets
+from . import access, assets, render, sections, widgets
 from .access import SignInFirst, host, require_reader, require_writer
 
 log = logging.getLogger("hostcore.web")
@@ -332,6 +332,8 @@ def read(namespace: str, rest: str) -> Any:
         raise
     body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
     body, title_anchor = render.without_title(body, window["title"])
+    if _can_write(person, namespace) and not revision and not section:
+        body = sections.with_edit_links(body, slug, wiki, window["hash"])
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
         revision=window.get("revision"),

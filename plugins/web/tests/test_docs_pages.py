@@ -23,6 +23,7 @@ DOCUMENTED = {
     "web.history": "/_/history/<namespace>/<page>",
     "web.diff": "/_/diff/<namespace>/<page>",
     "web.edit": "/_/edit/<namespace>/<page>",
+    "web.edit_section": "/_/edit-section/<namespace>/<page>",
     "web.new": "/_/new",
     "web.move": "/_/move/<namespace>/<page>",
     "web.delete": "/_/delete/<namespace>/<page>",
@@ -55,5 +56,6 @@ def test_docs_web_md_shows_each_screenshot_it_has():
     shown = set(re.findall(r"\]\(web/([\w-]+\.png)\)", (DOCS / "web.md").read_text()))
     kept = {p.name for p in (DOCS / "web").glob("*.png")}
     assert shown == kept, f"shown but missing: {shown - kept}; kept but not shown: {kept - shown}"
-    taken = set(re.findall(r'"(web-[\w-]+)"', (Path(__file__).parent / "test_browser.py").read_text()))
-    assert {name.removesuffix(".png") for name in kept} <= taken, "every screenshot in docs/web/ comes from test_browser.py"
+    browser_tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*browser.py"))
+    taken = set(re.findall(r'"(web-[\w-]+)"', browser_tests))
+    assert {name.removesuffix(".png") for name in kept} <= taken, "every screenshot in docs/web/ comes from a browser test"
