@@ -159,7 +159,8 @@ async def test_writes_over_the_limit_get_a_rate_limited_tool_error(limited):
         assert tool_error(await c.call_tool("read_page", {"slug": "notes/limited-over"}))["code"] == "not_found"
         health = ok(await c.call_tool("health", {}))
     assert health["rate_limits"] == {
-        "store": "redis", "reachable": True, "limits": {"requests": f"{REQUESTS} per minute", "writes": f"{WRITES} per minute"},
+        "store": "redis", "reachable": True,
+        "limits": {"requests": f"{REQUESTS} per minute", "writes": f"{WRITES} per minute", "registrations": "20 per hour"},
     }  # fmt: skip
 
 
