@@ -45,10 +45,11 @@ import numpy as np
 
 from hostcore.domain.attachments import sniff, split_attachment_path
 from hostcore.domain.pages import Page, slug_from_path
-from hostcore.errors import NotFound, Unavailable
+from hostcore.errors import DiskFull, NotFound, Unavailable
 from hostcore.seams.derived import connect, damaged, file_id, recover_sqlite, wal
 from hostcore.seams.embed import Embedder, Vectors
 from hostcore.seams.hookspecs import hookimpl
+from hostcore.seams.storage import disk_full
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -245,6 +246,8 @@ class PassageIndex:
             if db is not None:
                 db.close()
             existed = current is not None
+            if not existed and disk_full(self.path.parent):  # an empty file SQLite could not even switch to WAL
+                raise DiskFull("the passage index is made once there is space on the wiki's disk")
             db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             if opened is not None or not existed:  # writable, not a full disk's read-only snapshot
                 wal(db)
@@ -476,6 +479,8 @@ class PassageIndex:
                     self.embedder.load()
                 while not self._closed and self.step():
                     pass
+            except DiskFull as exc:  # the next change or search, once space is freed, tries again
+                log.warning("passage index: %s", exc)
             except Unavailable as exc:
                 log.warning("passage index: %s", exc)
                 self._again = True
@@ -499,14 +504,18 @@ class PassageIndex:
 
     def status(self) -> dict[str, int | str]:
         """The embedder, the documents and passages indexed, and the documents still pending."""
-        todo, gone, _ = self.plan()
-        with self._guard() as db:
-            documents = db.execute("SELECT count(*) FROM docs").fetchone()[0]
-            passages = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        documents = passages = 0
+        if self.path.exists():
+            with self._guard() as db:
+                documents = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+                passages = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return {"embedder": self.embedder.name if self.embedder is not None else "", "documents": documents,
-                "passages": passages, "pending": len(todo) + len(gone)}  # fmt: skip
+                "passages": passages, "pending": self.pending()}  # fmt: skip
 
     def pending(self) -> int:
+        """The documents still to index or to drop (all of them while there is no file yet)."""
+        if not self.path.exists():
+            return len(self.stored(self.host.storage.version()))
         todo, gone, _ = self.plan()
         return len(todo) + len(gone)
 
@@ -549,6 +558,8 @@ class PassageIndex:
         words = query_words(query)
         fused: dict[int, float] = {}
         paths: dict[int, str] = {}
+        if not self.path.exists():  # nothing indexed yet (on a full disk, nothing can be)
+            return []
         with self._guard() as db:
             if words and "keyword" in modes:
                 where, args = self._scope(kind, namespaces)
@@ -615,6 +626,8 @@ class PassageIndex:
         """The ``limit`` documents of ``kind`` whose best passage is nearest ``vector``, at least
         ``least`` similar (all of them but the document at storage path ``exclude``, and only
         those storage holds now), nearest first."""
+        if not self.path.exists():
+            return []
         holds = self._holds()
         with self._guard() as db:
             matrix = self._vectors(db)
@@ -638,7 +651,7 @@ class PassageIndex:
 
     def document_vector(self, path: str) -> Vectors | None:
         """The mean of the document's passage vectors, of length 1; None when it is not indexed (or nothing is embedded)."""
-        if self.embedder is None:
+        if self.embedder is None or not self.path.exists():
             return None
         with self._guard() as db:
             rows = db.execute("SELECT vector FROM chunks WHERE path = ?", (path,)).fetchall()

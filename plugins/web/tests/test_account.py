@@ -165,7 +165,7 @@ def test_hook_frame_page(tmp_path):
         client = framed.test_client()
         sign_in_client(client, "carol")
         page = client.get("/_/apps").text
-        assert '<header class="site">' in page and 'href="/_/web/static/web.css"' in page and "/_/static/oauth/oauth.css" in page
+        assert '<header class="site">' in page and 'href="/_/web/static/web.css?v=' in page and "/_/static/oauth/oauth.css" in page
         assert "<title>Connected apps</title>" in page and '<div class="oauth">' in page and "Sign out" in page
         bare = plain.test_client()
         sign_in_client(bare, "carol")
