@@ -14,6 +14,22 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py keeps the two alike)
+    from hostcore.browser.sessions import (
+        CSP,
+        LOGIN_PATH,
+        LOGOUT_PATH,
+        check_csrf,
+        csrf_token,
+        current_session,
+        end_session,
+        end_sessions,
+        login_redirect,
+        person,
+        safe_next,
+        sessions_of,
+        sign_in,
+        sign_out,
+    )
     from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
     from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
     from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
@@ -75,22 +91,6 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         out_of_space,
     )
     from hostcore.seams.tool import Tool, tool
-    from hostcore.web.sessions import (
-        CSP,
-        LOGIN_PATH,
-        LOGOUT_PATH,
-        check_csrf,
-        csrf_token,
-        current_session,
-        end_session,
-        end_sessions,
-        login_redirect,
-        person,
-        safe_next,
-        sessions_of,
-        sign_in,
-        sign_out,
-    )
 
 __version__ = "0.1.0"
 
@@ -122,7 +122,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
-    "hostcore.web.sessions": (
+    "hostcore.browser.sessions": (
         "CSP", "LOGIN_PATH", "LOGOUT_PATH", "check_csrf", "csrf_token", "current_session", "end_session",
         "end_sessions", "login_redirect", "person", "safe_next", "sessions_of", "sign_in", "sign_out",
     ),
