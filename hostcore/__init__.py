@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     )
     from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
     from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
-    from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
+    from hostcore.domain.principal import SCOPES, SYSTEM, Principal
     from hostcore.domain.query import (
         And,
         Not,
@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         ConfigError,
         Conflict,
         DiskFull,
+        ExtractionFailed,
         Forbidden,
         HostcoreError,
         InsufficientScope,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         RateLimited,
         StartupError,
         TooLarge,
+        Unauthorized,
         Unavailable,
         ValidationError,
     )
@@ -70,7 +72,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         wal,
     )
     from hostcore.seams.embed import Embedder, Vectors, unit_rows
-    from hostcore.seams.extract import ExtractionFailed, Extractor
+    from hostcore.seams.extract import Extractor
     from hostcore.seams.hookspecs import hookimpl
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import prompt, resource
@@ -97,20 +99,20 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.domain.attachments": ("attachment_url", "serving_headers", "split_attachment_url"),
     "hostcore.domain.pages": ("Page", "check_namespace", "check_slug", "wiki_links"),
-    "hostcore.domain.principal": ("SCOPES", "SYSTEM", "Principal", "Unauthorized"),
+    "hostcore.domain.principal": ("SCOPES", "SYSTEM", "Principal"),
     "hostcore.domain.query": (
         "And", "Not", "Or", "Phrase", "QueryNode", "Tag", "Term", "parse_query", "positive_leaves",
     ),
     "hostcore.errors": (
-        "ConfigError", "Conflict", "DiskFull", "Forbidden", "HostcoreError", "InsufficientScope",
-        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unavailable", "ValidationError",
+        "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
+        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
     ),
     "hostcore.seams.derived": (
         "Rebuild", "connect", "damaged", "file_id", "generation", "new_generation", "recover_sqlite",
         "set_aside", "wal",
     ),
     "hostcore.seams.embed": ("Embedder", "Vectors", "unit_rows"),
-    "hostcore.seams.extract": ("ExtractionFailed", "Extractor"),
+    "hostcore.seams.extract": ("Extractor",),
     "hostcore.seams.hookspecs": ("hookimpl",),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("prompt", "resource"),

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from hostcore import errors
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "hostcore"
 
@@ -43,6 +45,10 @@ FORBIDDEN_THIRD_PARTY = {
     "hostcore.tools": ("flask", "werkzeug", "mcp", "mcp_types", "click"),
     "hostcore.indexes": ("flask", "werkzeug", "mcp", "mcp_types", "click"),
 }
+
+
+# The one error family: every HostcoreError is defined in hostcore/errors.py, nowhere else.
+ERROR_FAMILY = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.HostcoreError)}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -103,9 +109,21 @@ def core_modules() -> list[tuple[Path, str]]:
     return [(path, module_name(path, ROOT)) for path in sorted(PACKAGE.rglob("*.py"))]
 
 
+def errors_defined_outside(path: Path, module: str) -> list[str]:
+    """An error class of the family defined in ``module``, which is not hostcore.errors."""
+    if module == "hostcore.errors":
+        return []
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} is an error defined outside hostcore/errors.py; move it there"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).rpartition(".")[2] in ERROR_FAMILY for base in node.bases)
+    ]
+
+
 def core_violations() -> list[str]:
     out = []
     for path, module in core_modules():
+        out += errors_defined_outside(path, module)
         if module == PUBLIC_API:
             continue  # the public surface re-exports from every layer below the adapters
         own = rank(module)
@@ -200,6 +218,7 @@ def test_no_import_circles():
         ("hostcore.service.bad", "import flask\n", "must not depend on flask"),
         ("hostcore.domain.bad", "from hostcore.seams.storage import Put\n", "a higher layer"),
         ("hostcore.tools.bad", "from hostcore import tool\n", "imports the public surface"),
+        ("hostcore.host.bad", "from hostcore.errors import NotFound\nclass Gone(NotFound):\n    pass\n", "outside hostcore/errors.py"),
         ("hostcore.service.ok", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hostcore.host.host import Host\n", None),
     ],
 )

@@ -30,8 +30,8 @@ from urllib.parse import quote, urlsplit
 from flask import Flask, Response, g, has_request_context, jsonify, redirect, request, session
 from markupsafe import escape
 
-from hostcore.domain.principal import Principal, Unauthorized
-from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited
+from hostcore.domain.principal import Principal
+from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited, Unauthorized
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host

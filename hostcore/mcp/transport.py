@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from hostcore.domain.principal import SCOPES, Principal, Unauthorized
+from hostcore.domain.principal import SCOPES, Principal
+from hostcore.errors import Unauthorized
 from hostcore.mcp import batches
 from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
 
