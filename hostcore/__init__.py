@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.embed import Embedder, Vectors, unit_rows
     from hostcore.seams.extract import Extractor
     from hostcore.seams.hookspecs import hookimpl
+    from hostcore.seams.host import PluginHost, RateLimits, ServiceKey, Slot
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import prompt, resource
     from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
@@ -114,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.embed": ("Embedder", "Vectors", "unit_rows"),
     "hostcore.seams.extract": ("Extractor",),
     "hostcore.seams.hookspecs": ("hookimpl",),
+    "hostcore.seams.host": ("PluginHost", "RateLimits", "ServiceKey", "Slot"),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("prompt", "resource"),
     "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
@@ -179,18 +181,22 @@ __all__ = [
     "Or",
     "Page",
     "Phrase",
+    "PluginHost",
     "Principal",
     "Put",
     "QueryNode",
     "RateLimited",
+    "RateLimits",
     "Rebuild",
     "Revision",
     "SearchBackend",
     "SearchDoc",
     "SearchHit",
     "SearchResults",
+    "ServiceKey",
     "Setting",
     "SharedState",
+    "Slot",
     "StartupError",
     "Storage",
     "Tag",

@@ -2,16 +2,18 @@
 
 One Host per app (``app.extensions["hostcore"]``). It composes: it gathers what plugins
 contribute into registries (:mod:`hostcore.host.registry`: each validates and rejects duplicate
-names at start-up) and builds the parts every request shares.
+names at start-up) and builds the parts every request shares. Plugins see it as a
+:class:`~hostcore.seams.host.PluginHost`, the part of it they may use.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import pluggy
 
@@ -28,6 +30,7 @@ from hostcore.indexes.link_graph import LinkGraph
 from hostcore.indexes.passages import PassageIndex
 from hostcore.seams.embed import Embedder
 from hostcore.seams.extract import Extractor
+from hostcore.seams.host import PluginHost, ServiceKey, Slot
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.settings import Setting, settings_problems
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore")
 PAGE_EVENTS = ("page_saved", "page_deleted", "page_moved")  # what notify() delivers, listener by listener
 PATH_SETTING = Setting(str, None, "the backend's folder, relative to the instance folder")
+T = TypeVar("T")
+_ABSENT = object()
 
 
 def register_backends(
@@ -54,6 +59,20 @@ def register_backends(
         subclasses("search backend", "register_search_backends", SearchBackend).collect(pm),
         subclasses("embedder", "register_embedders", Embedder).collect(pm),
     )
+
+
+def service_registry() -> Registry[tuple[ServiceKey[Any], object]]:
+    """The services plugins offer each other (``register_services``): key name -> (key, object)."""
+
+    def problem(entry: tuple[Any, object]) -> str | None:
+        key, service = entry
+        if not isinstance(key, ServiceKey):
+            return f"{key!r} is not a hostcore.ServiceKey; call register(KEY, service) with KEY = ServiceKey(name, Protocol)"
+        missing = key.missing(service)
+        return f"the {key.name!r} service {service!r} lacks {', '.join(missing)} of {key.protocol.__name__}" if missing else None
+
+    return Registry("service", "register_services", problem=problem, name_of=lambda entry: entry[0].name,
+                    make=lambda key, service: (key, service))  # fmt: skip
 
 
 def backend_problems(
@@ -107,8 +126,15 @@ def redis_client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
 
 
-class Host:
-    """Everything a request needs that outlives it. Build with :func:`hostcore.app.create_app`."""
+class Host(PluginHost):
+    """Everything a request needs that outlives it. Build with :func:`hostcore.app.create_app`.
+
+    What plugins may use is :class:`~hostcore.seams.host.PluginHost` (documented in
+    docs/architecture.md); the rest is the core's.
+    """
+
+    config: dict[str, Any]
+    limiter: RateLimiter
 
     def __init__(
         self,
@@ -118,10 +144,12 @@ class Host:
         service: Callable[[Host, Principal], Wiki],
     ) -> None:
         self.config = config
-        self.service = service  # the service layer's class, handed down by create_app: no import upwards
+        self.service_layer = service  # the service layer's class, handed down by create_app: no import upwards
         self.instance_path = Path(instance_path)
         self.pm = pm
-        self.state: dict[str, Any] = {}  # per-host state of plugins, keyed by plugin name
+        self.state: dict[str, Any] = {}  # the core's own per-host state; a plugin's is in a Slot
+        self._slots: dict[Slot[Any], Any] = {}
+        self._slots_lock = threading.RLock()  # a slot's make may ask for another slot
         self._closers: list[Callable[[], None]] = []  # see on_close
         for event in PAGE_EVENTS:
             for impl in getattr(pm.hook, event).get_hookimpls():
@@ -164,6 +192,8 @@ class Host:
         embedder = self.embedders[name](self.plugin_config(name)) if name else None  # None: attachments by keyword only
         self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
+        self.services = service_registry().collect(pm, host=self)
+        self._fitting: dict[ServiceKey[Any], object] = {}  # see service
         rename = "rename one (@tool(name=...)) or remove a plugin from PLUGINS"
         self.tools = instances("tool", "register_tools", Tool, lambda t: t.name, fix=rename).collect(pm, host=self)
         self.resources = instances("resource", "register_resources", Resource, lambda r: r.uri).collect(pm, host=self)
@@ -171,6 +201,43 @@ class Host:
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         return dict(self.config.get("PLUGIN_CONFIG", {}).get(name, {}))
+
+    def slot(self, slot: Slot[T]) -> T:
+        value = self._slots.get(slot, _ABSENT)
+        if value is _ABSENT:
+            with self._slots_lock:
+                value = self._slots.get(slot, _ABSENT)
+                if value is _ABSENT:
+                    value = self._slots[slot] = slot.make(self)
+                    if slot.close is not None:
+                        self.on_close(partial(slot.close, value))
+        return cast(T, value)
+
+    @overload
+    def service(self, key: ServiceKey[T], *, required: Literal[True]) -> T: ...
+
+    @overload
+    def service(self, key: ServiceKey[T], *, required: bool = False) -> T | None: ...
+
+    def service(self, key: ServiceKey[T], *, required: bool = False) -> T | None:
+        found = self._fitting.get(key)
+        if found is None:
+            entry = self.services.get(key.name)
+            if entry is None:
+                if required:
+                    raise StartupError(
+                        f"no loaded plugin provides the {key.name!r} service ({key.protocol.__name__}); "
+                        "add the plugin that provides it to PLUGINS"
+                    )
+                return None
+            missing = key.missing(entry[1])
+            if missing:
+                raise StartupError(
+                    f"the {key.name!r} service of plugin {self.services.plugin(key.name)} lacks {', '.join(missing)}, "
+                    f"which {key.protocol.__name__} needs; install versions of the two plugins that fit"
+                )
+            found = self._fitting[key] = entry[1]
+        return cast(T, found)
 
     def _make_backend(self, cls: type[Storage] | type[SearchBackend], folder: str) -> Any:
         """A backend built on its folder (``path`` in its plugin config) with the rest of its config."""
@@ -229,7 +296,7 @@ class Host:
         """The service layer bound to ``principal`` (``hostcore.SYSTEM`` for a CLI command or a job)."""
         if not isinstance(principal, Principal):
             raise TypeError(f"host.wiki() takes a Principal, not {principal!r}; use hostcore.SYSTEM in a command or job")
-        return self.service(self, principal)
+        return self.service_layer(self, principal)
 
     def notify(self, event: str, **kwargs: Any) -> None:
         """Tell every listener of ``event``, each on its own: one that raises is logged with its
