@@ -14,9 +14,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py keeps the two alike)
+    from hostcore.browser.sessions import (
+        CSP,
+        LOGIN_PATH,
+        LOGOUT_PATH,
+        check_csrf,
+        csrf_token,
+        current_session,
+        end_session,
+        end_sessions,
+        login_redirect,
+        person,
+        safe_next,
+        sessions_of,
+        sign_in,
+        sign_out,
+    )
     from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
     from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
-    from hostcore.domain.principal import SCOPES, SYSTEM, Principal, Unauthorized
+    from hostcore.domain.principal import SCOPES, SYSTEM, Principal
     from hostcore.domain.query import (
         And,
         Not,
@@ -32,6 +48,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         ConfigError,
         Conflict,
         DiskFull,
+        ExtractionFailed,
         Forbidden,
         HostcoreError,
         InsufficientScope,
@@ -39,6 +56,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         RateLimited,
         StartupError,
         TooLarge,
+        Unauthorized,
         Unavailable,
         ValidationError,
     )
@@ -54,8 +72,9 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         wal,
     )
     from hostcore.seams.embed import Embedder, Vectors, unit_rows
-    from hostcore.seams.extract import ExtractionFailed, Extractor
+    from hostcore.seams.extract import Extractor
     from hostcore.seams.hookspecs import hookimpl
+    from hostcore.seams.host import PluginHost, RateLimits, ServiceKey, Slot
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import prompt, resource
     from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
@@ -75,43 +94,28 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         out_of_space,
     )
     from hostcore.seams.tool import Tool, tool
-    from hostcore.web.sessions import (
-        CSP,
-        LOGIN_PATH,
-        LOGOUT_PATH,
-        check_csrf,
-        csrf_token,
-        current_session,
-        end_session,
-        end_sessions,
-        login_redirect,
-        person,
-        safe_next,
-        sessions_of,
-        sign_in,
-        sign_out,
-    )
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.domain.attachments": ("attachment_url", "serving_headers", "split_attachment_url"),
     "hostcore.domain.pages": ("Page", "check_namespace", "check_slug", "wiki_links"),
-    "hostcore.domain.principal": ("SCOPES", "SYSTEM", "Principal", "Unauthorized"),
+    "hostcore.domain.principal": ("SCOPES", "SYSTEM", "Principal"),
     "hostcore.domain.query": (
         "And", "Not", "Or", "Phrase", "QueryNode", "Tag", "Term", "parse_query", "positive_leaves",
     ),
     "hostcore.errors": (
-        "ConfigError", "Conflict", "DiskFull", "Forbidden", "HostcoreError", "InsufficientScope",
-        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unavailable", "ValidationError",
+        "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
+        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
     ),
     "hostcore.seams.derived": (
         "Rebuild", "connect", "damaged", "file_id", "generation", "new_generation", "recover_sqlite",
         "set_aside", "wal",
     ),
     "hostcore.seams.embed": ("Embedder", "Vectors", "unit_rows"),
-    "hostcore.seams.extract": ("ExtractionFailed", "Extractor"),
+    "hostcore.seams.extract": ("Extractor",),
     "hostcore.seams.hookspecs": ("hookimpl",),
+    "hostcore.seams.host": ("PluginHost", "RateLimits", "ServiceKey", "Slot"),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("prompt", "resource"),
     "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
@@ -122,7 +126,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
-    "hostcore.web.sessions": (
+    "hostcore.browser.sessions": (
         "CSP", "LOGIN_PATH", "LOGOUT_PATH", "check_csrf", "csrf_token", "current_session", "end_session",
         "end_sessions", "login_redirect", "person", "safe_next", "sessions_of", "sign_in", "sign_out",
     ),
@@ -177,18 +181,22 @@ __all__ = [
     "Or",
     "Page",
     "Phrase",
+    "PluginHost",
     "Principal",
     "Put",
     "QueryNode",
     "RateLimited",
+    "RateLimits",
     "Rebuild",
     "Revision",
     "SearchBackend",
     "SearchDoc",
     "SearchHit",
     "SearchResults",
+    "ServiceKey",
     "Setting",
     "SharedState",
+    "Slot",
     "StartupError",
     "Storage",
     "Tag",

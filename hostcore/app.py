@@ -12,15 +12,16 @@ import pluggy
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from hostcore.browser import sessions
 from hostcore.errors import StartupError
 from hostcore.host.config import Config, instance_folder, not_an_instance, read_config
 from hostcore.host.files import make_private, private_umask
 from hostcore.host.host import Host, backend_problems, register_backends
 from hostcore.host.logs import configure_logging
 from hostcore.host.plugins import load_plugins
-from hostcore.mcp import files, transport
+from hostcore.http import files
+from hostcore.mcp import transport
 from hostcore.service.wiki import Wiki
-from hostcore.web import sessions
 
 
 def inspect_instance(

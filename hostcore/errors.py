@@ -54,6 +54,12 @@ class Conflict(HostcoreError):
     code = "conflict"
 
 
+class Unauthorized(HostcoreError):
+    """Credentials are missing or invalid: the transport answers 401 with WWW-Authenticate."""
+
+    code = "unauthorized"
+
+
 class InsufficientScope(HostcoreError):
     code = "insufficient_scope"
 
@@ -83,6 +89,22 @@ class DiskFull(Unavailable):
             or "no space left on the wiki's disk; nothing was changed. Reading and searching go on; ask the "
             "wiki's operator to free space on that disk, then try again"
         )
+
+
+class ExtractionFailed(HostcoreError):
+    """An attachment could not be read as text; the message says why (shown with the attachment)."""
+
+    code = "unavailable"
+
+
+class TicketRefused(HostcoreError):
+    """An upload URL that cannot be used (unknown, expired or used); ``status`` is the HTTP status."""
+
+    code = "not_found"
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class InternalError(HostcoreError):

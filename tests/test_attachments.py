@@ -17,8 +17,7 @@ import hostcore_tokens
 from hostcore import create_app, recover_sqlite
 from hostcore.domain.attachments import attachment_links, check_filename, serving_headers, sniff
 from hostcore.domain.principal import SYSTEM
-from hostcore.errors import Forbidden, NotFound, TooLarge, Unavailable, ValidationError
-from hostcore.host.uploads import TicketRefused
+from hostcore.errors import Forbidden, NotFound, TicketRefused, TooLarge, Unavailable, ValidationError
 from hostcore.testing import FakeClock
 from tests import hostile_extractor
 

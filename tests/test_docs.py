@@ -111,13 +111,13 @@ def test_backend_settings_example_checks_and_defaults(tmp_path):
     exec(code_blocks((ROOT / "docs" / "writing_plugins.md").read_text(), "Backend settings", "python")[0], namespace)
 
     class Bucket(namespace["BucketStorage"]):  # the example's settings; storage itself is not its point
-        def read(self, path):
+        def _read(self, path):
             raise NotFound(path)
 
-        def list(self, prefix=""):
+        def _list(self, prefix):
             return []
 
-        def apply(self, ops, change):
+        def _apply(self, ops, change):
             return {}
 
     storage = Bucket(tmp_path, {"url": "https://bucket.example", "timeout": 3})

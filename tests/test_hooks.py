@@ -303,13 +303,13 @@ class MemoryStorage(Storage):
     def __init__(self, root, settings):
         self.root = root
 
-    def read(self, path):
+    def _read(self, path):
         raise NotImplementedError
 
-    def list(self, prefix=""):
+    def _list(self, prefix):
         return []
 
-    def apply(self, operations, change):
+    def _apply(self, operations, change):
         raise NotImplementedError
 
 

@@ -1,4 +1,5 @@
-"""The layers hold: each part of hostcore imports only the parts below it, and plugins only the public API.
+"""The layers hold: each part of hostcore imports only the parts below it, and plugins only the
+public API and the plugins their ``setup.cfg`` declares.
 
 An AST walk over every module, like Hold My Docs' ``imports_test.go``: no import tool, no
 runtime import. Imports under ``if TYPE_CHECKING:`` are annotations only and are not counted,
@@ -8,9 +9,13 @@ so a layer may name a higher layer's type without depending on it.
 from __future__ import annotations
 
 import ast
+import configparser
+import re
 from pathlib import Path
 
 import pytest
+
+from hostcore import errors
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "hostcore"
@@ -25,7 +30,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("hostcore.service",),
     ("hostcore.tools",),
     ("hostcore.mcp",),
-    ("hostcore.web",),
+    ("hostcore.http",),
+    ("hostcore.browser",),
     ("hostcore.app",),
     ("hostcore.cli",),
     ("hostcore.testing",),
@@ -42,6 +48,10 @@ FORBIDDEN_THIRD_PARTY = {
     "hostcore.tools": ("flask", "werkzeug", "mcp", "mcp_types", "click"),
     "hostcore.indexes": ("flask", "werkzeug", "mcp", "mcp_types", "click"),
 }
+
+
+# The one error family: every HostcoreError is defined in hostcore/errors.py, nowhere else.
+ERROR_FAMILY = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, errors.HostcoreError)}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -102,9 +112,21 @@ def core_modules() -> list[tuple[Path, str]]:
     return [(path, module_name(path, ROOT)) for path in sorted(PACKAGE.rglob("*.py"))]
 
 
+def errors_defined_outside(path: Path, module: str) -> list[str]:
+    """An error class of the family defined in ``module``, which is not hostcore.errors."""
+    if module == "hostcore.errors":
+        return []
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.name} is an error defined outside hostcore/errors.py; move it there"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).rpartition(".")[2] in ERROR_FAMILY for base in node.bases)
+    ]
+
+
 def core_violations() -> list[str]:
     out = []
     for path, module in core_modules():
+        out += errors_defined_outside(path, module)
         if module == PUBLIC_API:
             continue  # the public surface re-exports from every layer below the adapters
         own = rank(module)
@@ -134,21 +156,51 @@ def test_every_core_module_is_in_a_layer():
     assert [module for _, module in core_modules() if module != PUBLIC_API and rank(module) is None] == []
 
 
-def plugin_files() -> list[Path]:
-    return sorted(p for p in (ROOT / "plugins").rglob("*.py") if ".egg-info" not in p.parts)
+def distribution_names(requirements: str) -> set[str]:
+    """The distributions a ``setup.cfg`` requirement list names, normalised (PEP 503)."""
+    names = (re.match(r"[A-Za-z0-9._-]+", line.split("#")[0].strip()) for line in requirements.splitlines())
+    return {re.sub(r"[-_.]+", "-", found.group()).lower() for found in names if found}
 
 
-def test_plugins_import_only_the_public_api():
+def plugin_distributions(root: Path) -> dict[Path, tuple[str, set[str], set[str], set[str]]]:
+    """Each plugin folder -> (its distribution, its packages, what install_requires declares,
+    and what its tests may also use: the ``test`` extra)."""
+    out = {}
+    for cfg_path in sorted((root / "plugins").glob("*/setup.cfg")):
+        cfg = configparser.ConfigParser()
+        cfg.read(cfg_path)
+        packages = {p.strip() for p in cfg.get("options", "packages", fallback="").replace(",", " ").split()}
+        required = distribution_names(cfg.get("options", "install_requires", fallback=""))
+        tests = distribution_names(cfg.get("options.extras_require", "test", fallback=""))
+        out[cfg_path.parent] = (distribution_names(cfg.get("metadata", "name"))).pop(), packages, required, tests
+    return out
+
+
+def plugin_violations(root: Path) -> list[str]:
+    """Imports of hostcore beyond its public API (tests: and ``hostcore.testing``), and of another
+    plugin whose distribution the importing plugin's setup.cfg does not declare."""
+    plugins = plugin_distributions(root)
+    owner = {package: dist for dist, packages, _, _ in plugins.values() for package in packages}
     bad = []
-    for path in plugin_files():
-        in_tests = "tests" in path.relative_to(ROOT).parts
-        for line, target in runtime_imports(path, ""):
-            if not target.startswith("hostcore."):
-                continue
-            allowed = in_tests and any(target == m or target.startswith(m + ".") for m in PLUGIN_MAY_ALSO_IMPORT)
-            if not allowed:
-                bad.append(f"{path.relative_to(ROOT)}:{line}: imports {target}; use `from hostcore import ...`")
-    assert bad == []
+    for folder, (_dist, own, required, tests) in plugins.items():
+        for path in sorted(p for p in folder.rglob("*.py") if ".egg-info" not in p.parts):
+            in_tests = "tests" in path.relative_to(folder).parts
+            for line, target in runtime_imports(path, ""):
+                top, where = target.split(".")[0], f"{path.relative_to(root)}:{line}"
+                if top == PUBLIC_API and target != PUBLIC_API:
+                    if not (in_tests and any(target == m or target.startswith(m + ".") for m in PLUGIN_MAY_ALSO_IMPORT)):
+                        bad.append(f"{where}: imports {target}; use `from hostcore import ...`")
+                elif top in owner and top not in own and owner[top] not in (required | tests if in_tests else required):
+                    declare = "install_requires (or, for its tests alone, the test extra)" if in_tests else "install_requires"
+                    bad.append(
+                        f"{where}: imports {top}, of {owner[top]}, which {folder.relative_to(root)}/setup.cfg does not declare; "
+                        f"add it to {declare}, or use the plugin's service: host.service(KEY)"
+                    )
+    return bad
+
+
+def test_plugins_import_only_the_public_api_and_what_they_declare():
+    assert plugin_violations(ROOT) == []
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -199,6 +251,7 @@ def test_no_import_circles():
         ("hostcore.service.bad", "import flask\n", "must not depend on flask"),
         ("hostcore.domain.bad", "from hostcore.seams.storage import Put\n", "a higher layer"),
         ("hostcore.tools.bad", "from hostcore import tool\n", "imports the public surface"),
+        ("hostcore.host.bad", "from hostcore.errors import NotFound\nclass Gone(NotFound):\n    pass\n", "outside hostcore/errors.py"),
         ("hostcore.service.ok", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hostcore.host.host import Host\n", None),
     ],
 )
@@ -211,6 +264,44 @@ def test_checker_catches_violations(tmp_path, monkeypatch, module, source, expec
     monkeypatch.setitem(globals(), "ROOT", root)
     monkeypatch.setitem(globals(), "PACKAGE", root / "hostcore")
     found = core_violations()
+    if expected is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and expected in found[0], found
+
+
+SETUP = """[metadata]
+name = hostcore-{name}
+[options]
+packages = hostcore_{name}
+install_requires =
+    hostcore
+{requires}[options.extras_require]
+test =
+{tests}"""
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "expected"),
+    [
+        ("hostcore_b/__init__.py", "from hostcore import hookimpl\nfrom hostcore_a import KEY\n", None),
+        ("hostcore_c/__init__.py", "from hostcore_a import KEY\n", "imports hostcore_a, of hostcore-a, which plugins/c/setup.cfg"),
+        ("hostcore_c/__init__.py", "import hostcore.host.host\n", "imports hostcore.host.host; use `from hostcore import"),
+        ("hostcore_c/__init__.py", "from . import views\nfrom hostcore_c.views import page\n", None),
+        ("tests/test_c.py", "from hostcore.testing import StorageConformance\nfrom hostcore_b import x\n", None),
+        ("tests/test_c.py", "from hostcore_a import x\n", "add it to install_requires (or, for its tests alone, the test extra)"),
+        ("tests/test_c.py", "from hostcore.host import host\n", "use `from hostcore import"),
+    ],
+)
+def test_plugin_checker_catches_undeclared_imports(tmp_path, path, source, expected):
+    for name, requires, tests in (("a", "", ""), ("b", "    hostcore-a\n", ""), ("c", "", "    hostcore-b\n")):
+        folder = tmp_path / "plugins" / name
+        (folder / f"hostcore_{name}").mkdir(parents=True)
+        (folder / "setup.cfg").write_text(SETUP.format(name=name, requires=requires, tests=tests))
+    file = tmp_path / "plugins" / ("b" if path.startswith("hostcore_b") else "c") / path
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(source)
+    found = plugin_violations(tmp_path)
     if expected is None:
         assert found == []
     else:

@@ -152,7 +152,7 @@ def test_link_graph_damaged_at_run_time_recovers(instance: Path) -> None:
 def test_history_index_damaged_at_run_time_is_rebuilt_from_the_log(instance: Path) -> None:
     host = start(instance)
     try:
-        host.storage._history.close()  # a fresh connection: no page cached
+        host.storage._history_index.close()  # a fresh connection: no page cached
         damage(instance / FILES["history"], "midway")
         assert_serves_everything(host)
         host.wiki(SYSTEM).save_page("notes/after", body="written after")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hostcore.errors import Forbidden, HostcoreError, InsufficientScope
+from hostcore.errors import Forbidden, InsufficientScope
 
 SCOPES = ("read", "write", "admin")
 """Every scope, weakest first: each implies the ones before it."""
@@ -21,12 +21,6 @@ def check_scope(scope: str) -> str:
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
     return scope
-
-
-class Unauthorized(HostcoreError):
-    """Credentials are missing or invalid: the transport answers 401 with WWW-Authenticate."""
-
-    code = "unauthorized"
 
 
 @dataclass(frozen=True)

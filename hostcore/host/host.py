@@ -1,16 +1,19 @@
-"""The host: config, plugins, the chosen storage and search backends, and the tool registry.
+"""The host: config, plugins, the chosen storage and search backends, and the registries.
 
-One Host per app (``app.extensions["hostcore"]``). It owns every ``register`` callable handed to
-contribution hooks, so it validates contributions and rejects duplicate names at start-up.
+One Host per app (``app.extensions["hostcore"]``). It composes: it gathers what plugins
+contribute into registries (:mod:`hostcore.host.registry`: each validates and rejects duplicate
+names at start-up) and builds the parts every request shares. Plugins see it as a
+:class:`~hostcore.seams.host.PluginHost`, the part of it they may use.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 import pluggy
 
@@ -19,6 +22,7 @@ from hostcore.errors import DiskFull, StartupError, Unavailable
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
 from hostcore.host.ratelimits import RateLimiter
+from hostcore.host.registry import Registry, instances, subclasses
 from hostcore.host.shared import RedisShared, SqliteShared
 from hostcore.host.uploads import UploadTickets
 from hostcore.indexes.extraction import TextExtraction
@@ -26,6 +30,7 @@ from hostcore.indexes.link_graph import LinkGraph
 from hostcore.indexes.passages import PassageIndex
 from hostcore.seams.embed import Embedder
 from hostcore.seams.extract import Extractor
+from hostcore.seams.host import PluginHost, ServiceKey, Slot
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.search import SearchBackend
 from hostcore.seams.settings import Setting, settings_problems
@@ -41,39 +46,33 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore")
 PAGE_EVENTS = ("page_saved", "page_deleted", "page_moved")  # what notify() delivers, listener by listener
 PATH_SETTING = Setting(str, None, "the backend's folder, relative to the instance folder")
-
-
-def _registry(
-    kind: str, base: type[Storage | SearchBackend | Embedder], table: dict[str, Any], hook: str = ""
-) -> Callable[[Any], None]:
-    hook = hook or f"register_{kind}_backends"
-
-    article = "an" if kind[0] in "aeiou" else "a"
-
-    def register(cls: Any) -> None:
-        if not (isinstance(cls, type) and issubclass(cls, base)) or not getattr(cls, "name", ""):
-            raise StartupError(f"{hook}: {cls!r} must be a subclass of {base.__name__} with a name")
-        if cls.name in table:
-            raise StartupError(
-                f"two plugins register {article} {kind} named {cls.name!r} ({table[cls.name].__module__} and "
-                f"{cls.__module__}); remove one from PLUGINS"
-            )
-        table[cls.name] = cls
-
-    return register
+T = TypeVar("T")
+_ABSENT = object()
 
 
 def register_backends(
     pm: pluggy.PluginManager,
-) -> tuple[dict[str, type[Storage]], dict[str, type[SearchBackend]], dict[str, type[Embedder]]]:
+) -> tuple[Registry[type[Storage]], Registry[type[SearchBackend]], Registry[type[Embedder]]]:
     """Name -> class of every storage backend, search backend and embedder the plugins register."""
-    storage: dict[str, type[Storage]] = {}
-    search: dict[str, type[SearchBackend]] = {}
-    embedders: dict[str, type[Embedder]] = {}
-    pm.hook.register_storage_backends(register=_registry("storage backend", Storage, storage, "register_storage_backends"))
-    pm.hook.register_search_backends(register=_registry("search backend", SearchBackend, search, "register_search_backends"))
-    pm.hook.register_embedders(register=_registry("embedder", Embedder, embedders, "register_embedders"))
-    return storage, search, embedders
+    return (
+        subclasses("storage backend", "register_storage_backends", Storage).collect(pm),
+        subclasses("search backend", "register_search_backends", SearchBackend).collect(pm),
+        subclasses("embedder", "register_embedders", Embedder).collect(pm),
+    )
+
+
+def service_registry() -> Registry[tuple[ServiceKey[Any], object]]:
+    """The services plugins offer each other (``register_services``): key name -> (key, object)."""
+
+    def problem(entry: tuple[Any, object]) -> str | None:
+        key, service = entry
+        if not isinstance(key, ServiceKey):
+            return f"{key!r} is not a hostcore.ServiceKey; call register(KEY, service) with KEY = ServiceKey(name, Protocol)"
+        missing = key.missing(service)
+        return f"the {key.name!r} service {service!r} lacks {', '.join(missing)} of {key.protocol.__name__}" if missing else None
+
+    return Registry("service", "register_services", problem=problem, name_of=lambda entry: entry[0].name,
+                    make=lambda key, service: (key, service))  # fmt: skip
 
 
 def backend_problems(
@@ -127,8 +126,15 @@ def redis_client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
 
 
-class Host:
-    """Everything a request needs that outlives it. Build with :func:`hostcore.app.create_app`."""
+class Host(PluginHost):
+    """Everything a request needs that outlives it. Build with :func:`hostcore.app.create_app`.
+
+    What plugins may use is :class:`~hostcore.seams.host.PluginHost` (documented in
+    docs/architecture.md); the rest is the core's.
+    """
+
+    config: dict[str, Any]
+    limiter: RateLimiter
 
     def __init__(
         self,
@@ -138,11 +144,12 @@ class Host:
         service: Callable[[Host, Principal], Wiki],
     ) -> None:
         self.config = config
-        self.service = service  # the service layer's class, handed down by create_app: no import upwards
+        self.service_layer = service  # the service layer's class, handed down by create_app: no import upwards
         self.instance_path = Path(instance_path)
         self.pm = pm
-        self.tools: dict[str, Tool] = {}
-        self.state: dict[str, Any] = {}  # per-host state of plugins, keyed by plugin name
+        self.state: dict[str, Any] = {}  # the core's own per-host state; a plugin's is in a Slot
+        self._slots: dict[Slot[Any], Any] = {}
+        self._slots_lock = threading.RLock()  # a slot's make may ask for another slot
         self._closers: list[Callable[[], None]] = []  # see on_close
         for event in PAGE_EVENTS:
             for impl in getattr(pm.hook, event).get_hookimpls():
@@ -152,8 +159,9 @@ class Host:
         problems = backend_problems(config, self.storage_backends, self.search_backends, self.embedders)
         if problems:
             raise StartupError("; ".join(problems), problems=problems)
-        self.extractors: list[Extractor] = []
-        pm.hook.register_extractors(register=self._register_extractor)
+        must = "must be an Extractor subclass with a name and media_types"
+        extractors = subclasses("extractor", "register_extractors", Extractor, also="media_types", must=must).collect(pm)
+        self.extractors: list[Extractor] = [cls() for cls in extractors.values()]  # asked in plugin order
         self.storage: Storage = self._make_backend(self.storage_backends[config["STORAGE"]], "wiki")
         self.search: SearchBackend | None = (
             self._make_backend(self.search_backends[config["SEARCH"]], "search") if config["SEARCH"] else None
@@ -184,42 +192,52 @@ class Host:
         embedder = self.embedders[name](self.plugin_config(name)) if name else None  # None: attachments by keyword only
         self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
-        self.resources: dict[str, Resource] = {}
-        self.prompts: dict[str, Prompt] = {}
-        pm.hook.register_tools(register=self._register_tool, host=self)
-        pm.hook.register_resources(register=self._named("resource", Resource, self.resources, "uri"), host=self)
-        pm.hook.register_prompts(register=self._named("prompt", Prompt, self.prompts, "name"), host=self)
-
-    def _register_extractor(self, cls: Any) -> None:
-        if not (isinstance(cls, type) and issubclass(cls, Extractor)) or not cls.name or not cls.media_types:
-            raise StartupError(f"register_extractors: {cls!r} must be an Extractor subclass with a name and media_types")
-        if any(type(e).name == cls.name for e in self.extractors):
-            raise StartupError(f"two plugins register an extractor named {cls.name!r}; remove one from PLUGINS")
-        self.extractors.append(cls())
+        self.services = service_registry().collect(pm, host=self)
+        self._fitting: dict[ServiceKey[Any], object] = {}  # see service
+        rename = "rename one (@tool(name=...)) or remove a plugin from PLUGINS"
+        self.tools = instances("tool", "register_tools", Tool, lambda t: t.name, fix=rename).collect(pm, host=self)
+        self.resources = instances("resource", "register_resources", Resource, lambda r: r.uri).collect(pm, host=self)
+        self.prompts = instances("prompt", "register_prompts", Prompt, lambda p: p.name).collect(pm, host=self)
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         return dict(self.config.get("PLUGIN_CONFIG", {}).get(name, {}))
 
-    def _register_tool(self, fn: Tool | Callable[..., Any]) -> None:
-        if not isinstance(fn, Tool):
-            raise StartupError(f"register_tools: {fn!r} is not a tool; decorate it with @hostcore.tool")
-        if fn.name in self.tools:
-            raise StartupError(
-                f"two plugins register a tool named {fn.name!r} ({self.tools[fn.name].fn.__module__} and "
-                f"{fn.fn.__module__}); rename one (@tool(name=...)) or remove a plugin from PLUGINS"
-            )
-        self.tools[fn.name] = fn
+    def slot(self, slot: Slot[T]) -> T:
+        value = self._slots.get(slot, _ABSENT)
+        if value is _ABSENT:
+            with self._slots_lock:
+                value = self._slots.get(slot, _ABSENT)
+                if value is _ABSENT:
+                    value = self._slots[slot] = slot.make(self)
+                    if slot.close is not None:
+                        self.on_close(partial(slot.close, value))
+        return cast(T, value)
 
-    @staticmethod
-    def _named(kind: str, cls: type, table: dict[str, Any], key: str) -> Callable[[Any], None]:
-        def register(obj: Any) -> None:
-            if not isinstance(obj, cls):
-                raise StartupError(f"register_{kind}s: {obj!r} is not a {kind}; decorate it with @hostcore.{kind}")
-            if getattr(obj, key) in table:
-                raise StartupError(f"two plugins register a {kind} {getattr(obj, key)!r}; remove one from PLUGINS")
-            table[getattr(obj, key)] = obj
+    @overload
+    def service(self, key: ServiceKey[T], *, required: Literal[True]) -> T: ...
 
-        return register
+    @overload
+    def service(self, key: ServiceKey[T], *, required: bool = False) -> T | None: ...
+
+    def service(self, key: ServiceKey[T], *, required: bool = False) -> T | None:
+        found = self._fitting.get(key)
+        if found is None:
+            entry = self.services.get(key.name)
+            if entry is None:
+                if required:
+                    raise StartupError(
+                        f"no loaded plugin provides the {key.name!r} service ({key.protocol.__name__}); "
+                        "add the plugin that provides it to PLUGINS"
+                    )
+                return None
+            missing = key.missing(entry[1])
+            if missing:
+                raise StartupError(
+                    f"the {key.name!r} service of plugin {self.services.plugin(key.name)} lacks {', '.join(missing)}, "
+                    f"which {key.protocol.__name__} needs; install versions of the two plugins that fit"
+                )
+            found = self._fitting[key] = entry[1]
+        return cast(T, found)
 
     def _make_backend(self, cls: type[Storage] | type[SearchBackend], folder: str) -> Any:
         """A backend built on its folder (``path`` in its plugin config) with the rest of its config."""
@@ -278,7 +296,7 @@ class Host:
         """The service layer bound to ``principal`` (``hostcore.SYSTEM`` for a CLI command or a job)."""
         if not isinstance(principal, Principal):
             raise TypeError(f"host.wiki() takes a Principal, not {principal!r}; use hostcore.SYSTEM in a command or job")
-        return self.service(self, principal)
+        return self.service_layer(self, principal)
 
     def notify(self, event: str, **kwargs: Any) -> None:
         """Tell every listener of ``event``, each on its own: one that raises is logged with its

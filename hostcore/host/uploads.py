@@ -19,21 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hostcore.domain.principal import Principal
-from hostcore.errors import HostcoreError
+from hostcore.errors import TicketRefused
 from hostcore.seams.shared import SharedState
 
 TICKET, USED = "upload", "upload-used"
 KEEP_USED = 86400.0  # how long a used or expired ticket is kept, to say why its URL is refused
-
-
-class TicketRefused(HostcoreError):
-    """An upload URL that cannot be used (unknown, expired or used); ``status`` is the HTTP status."""
-
-    code = "not_found"
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def unknown_ticket() -> TicketRefused:

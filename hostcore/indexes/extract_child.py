@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     _limit_memory(int(memory))
     answer: dict[str, str] | None = None
     try:
-        from hostcore.seams.extract import ExtractionFailed
+        from hostcore.errors import ExtractionFailed
 
         extractor: object = _extractor(target)
     except MemoryError:

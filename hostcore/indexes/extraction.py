@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hostcore.errors import ExtractionFailed
 from hostcore.indexes.extract_child import READY
 from hostcore.indexes.sqlite import ThreadLocalDB
-from hostcore.seams.extract import ExtractionFailed, Extractor, choose
+from hostcore.seams.extract import Extractor, choose
 
 Status = Literal["extracted", "unsupported", "failed"]
 START_SECONDS = 120.0

@@ -12,12 +12,14 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from hostcore.domain.principal import SCOPES, Principal, Unauthorized
+from hostcore.domain.principal import SCOPES, Principal
+from hostcore.errors import Unauthorized
 from hostcore.mcp import batches
 from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
+    from hostcore.seams.host import PluginHost
 
 MCP_PATH = "/_/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -31,7 +33,7 @@ def host_of(app: Any = None) -> Host:
     return (app or current_app).extensions["hostcore"]
 
 
-def _public(host: Host) -> tuple[str, str]:
+def _public(host: PluginHost) -> tuple[str, str]:
     """(origin, host:port) of PUBLIC_URL."""
     parts = urlsplit(host.config["PUBLIC_URL"])
     return f"{parts.scheme}://{parts.netloc}", parts.netloc
@@ -48,7 +50,7 @@ def host_allowed(host: Host, value: str) -> bool:
     return value in allowed or _split_port(value) in LOOPBACK or _split_port(value) in allowed
 
 
-def origin_allowed(host: Host, origin: str) -> bool:
+def origin_allowed(host: PluginHost, origin: str) -> bool:
     public_origin, public_netloc = _public(host)
     if origin in host.config["ALLOWED_ORIGINS"] or origin == public_origin:
         return True

@@ -13,14 +13,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from hostcore.errors import HostcoreError
-
-
-class ExtractionFailed(HostcoreError):
-    """The file could not be read as text; the message says why (shown with the attachment)."""
-
-    code = "unavailable"
-
 
 class Extractor(ABC):
     """Base class of text extractors. Registered via ``register_extractors``.

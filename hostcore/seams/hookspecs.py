@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from hostcore.domain.pages import Page
     from hostcore.domain.principal import Principal
-    from hostcore.host.host import Host
+    from hostcore.seams.host import PluginHost, ServiceRegister
     from hostcore.seams.storage import Change
 
 hookspec = pluggy.HookspecMarker("hostcore")
@@ -28,18 +28,24 @@ hookimpl = pluggy.HookimplMarker("hostcore")
 
 
 @hookspec
-def register_tools(register: Callable[..., Any], host: Host) -> None:
+def register_tools(register: Callable[..., Any], host: PluginHost) -> None:
     """Contribute MCP tools: call ``register(fn)`` for each function decorated with ``@tool``."""
 
 
 @hookspec
-def register_resources(register: Callable[..., Any], host: Host) -> None:
+def register_resources(register: Callable[..., Any], host: PluginHost) -> None:
     """Contribute MCP resources: ``register(r)`` for each object made with ``@hostcore.resource``."""
 
 
 @hookspec
-def register_prompts(register: Callable[..., Any], host: Host) -> None:
+def register_prompts(register: Callable[..., Any], host: PluginHost) -> None:
     """Contribute MCP prompts: ``register(p)`` for each object made with ``@hostcore.prompt``."""
+
+
+@hookspec
+def register_services(register: ServiceRegister, host: PluginHost) -> None:
+    """Offer other plugins a service: ``register(KEY, service)`` with ``KEY`` a
+    ``hostcore.ServiceKey(name, Protocol)``; they find it with ``host.service(KEY)``."""
 
 
 @hookspec
@@ -63,7 +69,7 @@ def register_embedders(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def register_routes(app: flask.Flask, host: Host) -> None:
+def register_routes(app: flask.Flask, host: PluginHost) -> None:
     """Add web routes (blueprints, views) to the Flask app. Paths that are not pages live under ``/_/``."""
 
 
@@ -73,7 +79,7 @@ def register_commands(cli: click.Group) -> None:
 
 
 @hookspec(firstresult=True)
-def authenticate(request: Request, host: Host) -> Principal | None:
+def authenticate(request: Request, host: PluginHost) -> Principal | None:
     """Who is calling? Return a Principal for credentials you recognise, else None.
 
     Raise ``hostcore.Unauthorized`` for credentials you own (your token prefix) that are invalid,
@@ -82,19 +88,19 @@ def authenticate(request: Request, host: Host) -> Principal | None:
 
 
 @hookspec(firstresult=True)
-def find_person(name: str, host: Host) -> Principal | None:
+def find_person(name: str, host: PluginHost) -> Principal | None:
     """The person ``name`` signed in to a browser session, as a Principal (their scopes and
     namespaces), or None if you do not know them or they may no longer sign in (disabled)."""
 
 
 @hookspec
-def sign_in_options(host: Host) -> list[tuple[str, str]] | None:
+def sign_in_options(host: PluginHost) -> list[tuple[str, str]] | None:
     """Other ways to sign in, as ``(label, url)`` pairs: the sign-in page shows a "Sign in with
     <label>" button for each, sending the ``next`` path along as a query parameter."""
 
 
 @hookspec(firstresult=True)
-def frame_page(title: str, main: str, head: str, host: Host) -> str | None:
+def frame_page(title: str, main: str, head: str, host: PluginHost) -> str | None:
     """A whole HTML page in the site's frame (its header, navigation and stylesheet) around
     another plugin's page, called while that plugin answers a request: ``main`` is the page's
     content, safe HTML for inside ``<main>``; ``head`` safe HTML for ``<head>`` (its stylesheet).
@@ -102,25 +108,25 @@ def frame_page(title: str, main: str, head: str, host: Host) -> str | None:
 
 
 @hookspec
-def startup(host: Host) -> None:
+def startup(host: PluginHost) -> None:
     """The host is built: check your config and prepare state. Raise StartupError with the fix."""
 
 
 @hookspec
-def instance_created(host: Host) -> str | None:
+def instance_created(host: PluginHost) -> str | None:
     """``hostcore init`` made a new instance: create first-run state; return a line to show the operator."""
 
 
 @hookspec
-def page_saved(host: Host, page: Page, previous: Page | None, change: Change) -> None:
+def page_saved(host: PluginHost, page: Page, previous: Page | None, change: Change) -> None:
     """A page was created or updated (``previous`` is None on create)."""
 
 
 @hookspec
-def page_deleted(host: Host, page: Page, change: Change) -> None:
+def page_deleted(host: PluginHost, page: Page, change: Change) -> None:
     """A page was deleted; ``page`` is its last content."""
 
 
 @hookspec
-def page_moved(host: Host, page: Page, old_slug: str, change: Change) -> None:
+def page_moved(host: PluginHost, page: Page, old_slug: str, change: Change) -> None:
     """A page moved from ``old_slug`` to ``page.slug`` (by move_page or rename_page)."""

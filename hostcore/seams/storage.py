@@ -1,8 +1,10 @@
 """The storage seam: a small base class every backend implements.
 
 A backend stores files (bytes) at relative POSIX paths. Pages are ``<slug>.md``, namespace
-settings ``<namespace>/.namespace.yaml``. The base class checks paths; a backend implements four
-methods. Every write goes through :meth:`Storage.apply`, which is atomic and compare-and-set: each
+settings ``<namespace>/.namespace.yaml``. As in fsspec, the public methods check their arguments
+(every path, with :func:`check_path`) and then call the backend's protected implementation
+(``read`` -> ``_read``): a backend implements ``_read``, ``_list`` and ``_apply``, receives only
+safe paths, and cannot forget a check. Every write goes through :meth:`Storage.apply`, which is atomic and compare-and-set: each
 operation names the hash it expects to replace, and either every expectation holds and every
 operation lands (one commit, for backends with history) or nothing changes and
 :class:`~hostcore.errors.Conflict` is raised with the current hash.
@@ -118,6 +120,11 @@ def check_path(path: str) -> str:
     return path
 
 
+def check_prefix(prefix: str) -> str:
+    """Return ``prefix``, a folder: "" (the top) or a safe path (:func:`check_path`)."""
+    return check_path(prefix) if prefix else ""
+
+
 FULL_BELOW = 1024 * 1024  # free bytes under which a disk counts as full
 
 
@@ -141,12 +148,16 @@ def out_of_space(exc: BaseException, path: Path) -> bool:
 class Storage(ABC):
     """Base class of storage backends.
 
-    Must implement: :meth:`read`, :meth:`list`, :meth:`apply` and, where cheaper than reading,
-    :meth:`hash`. Backends with history also implement :meth:`history` and :meth:`read_at`.
-    Registered by name through the ``register_storage_backends`` hook; the ``STORAGE`` setting
-    picks one. The constructor receives the instance data folder and the plugin's config: the
-    ``PLUGIN_CONFIG.<name>`` table, checked against :attr:`settings` and with their defaults filled
-    in (``path``, the folder, is the host's and never reaches the backend).
+    Callers use the public methods, which check every path (:func:`check_path`; a folder may
+    also be "", the top) and then call the backend's protected implementation of the same name
+    (``read`` -> ``_read``), so a backend never sees an unsafe path. A backend must implement
+    :meth:`_read`, :meth:`_list`, :meth:`_apply` and, where cheaper than reading, :meth:`_hash`;
+    backends with history also implement :meth:`_history`, :meth:`_read_at`, :meth:`_list_at`,
+    :meth:`changes_in` and :meth:`read_blob`. Registered by name through the
+    ``register_storage_backends`` hook; the ``STORAGE`` setting picks one. The constructor
+    receives the instance data folder and the plugin's config: the ``PLUGIN_CONFIG.<name>``
+    table, checked against :attr:`settings` and with their defaults filled in (``path``, the
+    folder, is the host's and never reaches the backend).
     """
 
     name: ClassVar[str] = ""
@@ -157,51 +168,107 @@ class Storage(ABC):
         self.root = Path(root)
         self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} storage backend")
 
-    # --- what a backend implements -------------------------------------------------------
+    # --- what callers use: arguments checked here, once, for every backend ---------------
 
-    @abstractmethod
     def read(self, path: str) -> bytes:
-        """The bytes at ``path``. Raises NotFound when absent."""
+        """The bytes at ``path``. Raises NotFound when absent, ValidationError for an unsafe path."""
+        return self._read(check_path(path))
 
-    @abstractmethod
-    def list(self, prefix: str = "") -> list[str]:
+    def list(self, prefix: str = "") -> builtins.list[str]:
         """Every file path under the folder ``prefix`` ("" for all), sorted, hidden ones too."""
+        return self._list(check_prefix(prefix))
 
-    @abstractmethod
     def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
         """Apply ``ops`` atomically, checking every expectation first.
 
         Returns the new hash of every path written (``None`` for deleted ones). Raises
         :class:`~hostcore.errors.Conflict` with ``path`` and ``hash`` (current, "" when absent)
-        and changes nothing when any expectation fails; NotFound when a Delete targets nothing.
+        and changes nothing when any expectation fails; NotFound when a Delete targets nothing;
+        ValidationError, before anything is written, for an unsafe path.
         Applying ops that change nothing (same bytes) records nothing.
         """
-
-    # --- derived helpers; override when the backend can do better -----------------------
+        for op in ops:
+            check_path(op.path)
+        return self._apply(ops, change)
 
     def hash(self, path: str) -> str | None:
         """The blob id of ``path``, or None when absent."""
-        try:
-            return blob_hash(self.read(path))
-        except NotFound:
-            return None
+        return self._hash(check_path(path))
 
     def exists(self, path: str) -> bool:
         return self.hash(path) is not None
 
     def read_with_hash(self, path: str) -> tuple[bytes, str]:
         """The bytes at ``path`` and their blob id. Raises NotFound."""
-        data = self.read(path)
-        return data, blob_hash(data)
+        return self._read_with_hash(check_path(path))
 
     def folders(self, prefix: str = "") -> builtins.list[str]:
         """Names of the folders directly inside the folder ``prefix`` ("" for the top), sorted."""
-        depth = prefix.count("/") + 1 if prefix else 0
-        return sorted({path.split("/")[depth] for path in self.list(prefix) if path.count("/") > depth})
+        return self._folders(check_prefix(prefix))
 
     def hashes(self, prefix: str = "") -> dict[str, str]:
         """Path -> blob id of every file under ``prefix``. Git answers from its tree, cheaply."""
-        return {path: blob_hash(self.read(path)) for path in self.list(prefix)}
+        return self._hashes(check_prefix(prefix))
+
+    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
+        """Recorded changes, newest first; only those touching ``path`` when given, following the
+        file back across moves (recorded in ``Change.moves``, or a file that left one path for
+        another unchanged in one change), so a moved page keeps its history. Raises
+        ValidationError for an unsafe path or a negative offset or limit."""
+        if path is not None:
+            check_path(path)
+        if offset < 0 or limit < 0:
+            raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
+        return self._history(path, offset=offset, limit=limit)
+
+    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+        """Path -> time of its newest recorded change, for the paths that have history."""
+        for path in paths:
+            check_path(path)
+        return self._last_changed(paths)
+
+    def read_at(self, path: str, revision: str) -> bytes:
+        """The bytes of ``path`` as of ``revision`` (at the path it had then, for a file moved
+        since: :meth:`history` lists such revisions). Raises NotFound."""
+        return self._read_at(check_path(path), revision)
+
+    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+        """Every file path under the folder ``prefix`` as of ``revision``, sorted. Raises NotFound
+        for an unknown revision (restoring a page brings back its attachments from there)."""
+        return self._list_at(check_path(prefix), revision)
+
+    # --- what a backend implements: paths arrive checked -----------------------------------
+
+    @abstractmethod
+    def _read(self, path: str) -> bytes:
+        """The bytes at ``path``. Raises NotFound when absent."""
+
+    @abstractmethod
+    def _list(self, prefix: str) -> builtins.list[str]:
+        """Every file path under the folder ``prefix`` ("" for all), sorted, hidden ones too."""
+
+    @abstractmethod
+    def _apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
+        """:meth:`apply`, every path checked: all of ``ops`` or none, compare-and-set."""
+
+    # --- derived implementations; override when the backend can do better ---------------
+
+    def _hash(self, path: str) -> str | None:
+        try:
+            return blob_hash(self._read(path))
+        except NotFound:
+            return None
+
+    def _read_with_hash(self, path: str) -> tuple[bytes, str]:
+        data = self._read(path)
+        return data, blob_hash(data)
+
+    def _folders(self, prefix: str) -> builtins.list[str]:
+        depth = prefix.count("/") + 1 if prefix else 0
+        return sorted({path.split("/")[depth] for path in self._list(prefix) if path.count("/") > depth})
+
+    def _hashes(self, prefix: str) -> dict[str, str]:
+        return {path: blob_hash(self._read(path)) for path in self._list(prefix)}
 
     def status(self) -> dict[str, Any]:
         """Operational facts worth showing in ``health`` (e.g. the last push to a remote)."""
@@ -224,32 +291,27 @@ class Storage(ABC):
 
     # --- history: only for backends that keep it ----------------------------------------
 
-    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
-        """Recorded changes, newest first; only those touching ``path`` when given, following the
-        file back across moves (recorded in ``Change.moves``, or a file that left one path for
-        another unchanged in one change), so a moved page keeps its history."""
-        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+    def _no_history(self) -> Unavailable:
+        return Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
 
-    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
-        """Path -> time of its newest recorded change, for the paths that have history."""
+    def _history(self, path: str | None, *, offset: int, limit: int) -> builtins.list[Revision]:
+        raise self._no_history()
+
+    def _last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
         if not self.has_history:
             return {}
         out = {}
         for path in paths:
-            revs = self.history(path, limit=1)
+            revs = self._history(path, offset=0, limit=1)
             if revs:
                 out[path] = revs[0].time
         return out
 
-    def read_at(self, path: str, revision: str) -> bytes:
-        """The bytes of ``path`` as of ``revision`` (at the path it had then, for a file moved
-        since: :meth:`history` lists such revisions). Raises NotFound."""
-        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+    def _read_at(self, path: str, revision: str) -> bytes:
+        raise self._no_history()
 
-    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
-        """Every file path under the folder ``prefix`` as of ``revision``, sorted. Raises NotFound
-        for an unknown revision (restoring a page brings back its attachments from there)."""
-        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+    def _list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+        raise self._no_history()
 
     # --- replaying history: what ``hostcore export`` reads from a backend with history ---------
 
@@ -257,9 +319,9 @@ class Storage(ABC):
         """What ``revision`` did, exactly: the Change that made it (author, email, message without
         the moves, moves, time) and path -> the blob id it left there (None: deleted) for every
         file it changed, at the paths they had then. Raises NotFound for an unknown revision."""
-        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+        raise self._no_history()
 
     def read_blob(self, digest: str) -> bytes:
         """The bytes of any version ever stored whose blob id is ``digest`` (those
         :meth:`changes_in` names). Raises NotFound."""
-        raise Unavailable(f"the {self.name or type(self).__name__} storage keeps no history; use the git storage")
+        raise self._no_history()

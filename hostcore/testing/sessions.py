@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import session
 
-from hostcore.web.sessions import sign_in
+from hostcore.browser.sessions import sign_in
 
 
 def sign_in_client(client: Any, name: str) -> str:

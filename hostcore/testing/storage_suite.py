@@ -216,10 +216,23 @@ class StorageConformance:
 
     @pytest.mark.parametrize("path", ["../x.md", "/abs.md", "a//b.md", "a/./b.md", "a\\b.md", ""])
     def test_rejects_unsafe_paths(self, storage: Storage, path: str) -> None:
-        with pytest.raises(ValidationError):
-            storage.apply([Put(path, b"x")], CHANGE)
-        with pytest.raises((ValidationError, NotFound)):
-            storage.read(path)
+        """Every method that takes a path refuses an unsafe one (the seam checks it before the
+        backend sees it) and changes nothing."""
+        storage.apply([Put("notes/a.md", b"a", expect=None)], CHANGE)
+        before = storage.hashes()
+        revision = "0" * 40
+        calls: list[Any] = [
+            lambda: storage.apply([Put("notes/b.md", b"b"), Put(path, b"x")], CHANGE),
+            lambda: storage.read(path), lambda: storage.hash(path), lambda: storage.exists(path),
+            lambda: storage.read_with_hash(path), lambda: storage.history(path), lambda: storage.last_changed([path]),
+            lambda: storage.read_at(path, revision), lambda: storage.list_at(path, revision),
+        ]  # fmt: skip
+        if path:  # "" is the top folder, where listing starts
+            calls += [lambda: storage.list(path), lambda: storage.folders(path), lambda: storage.hashes(path)]
+        for call in calls:
+            with pytest.raises(ValidationError, match="invalid storage path"):
+                call()
+        assert storage.hashes() == before
 
     @pytest.mark.slow  # eight interpreters started and racing
     def test_processes_race_one_winner(self, storage: Storage, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The attachment tools of the contract: upload_attachment and read_attachment.
 
 Thin, typed functions over :mod:`hostcore.service.attachments`. The upload itself is an HTTP
-POST to the one-use URL upload_attachment returns (``hostcore/mcp/files.py``).
+POST to the one-use URL upload_attachment returns (``hostcore/http/files.py``).
 """
 
 from __future__ import annotations

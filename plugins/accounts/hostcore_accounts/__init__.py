@@ -18,6 +18,10 @@ is right. So a stranger's failures slow every try of a name down to one check pe
 next free check. A successful sign-in clears the counts of its name and pair. The counts are
 read-modify-write, so a burst of parallel failures may count fewer than it made; the checks are
 taken with ``add`` (one winner across workers and hosts), so a burst never gets more checks.
+
+Other plugins reach the accounts through the ``accounts`` service (:data:`ACCOUNTS`, an
+:class:`AccountService`): ``host.service(ACCOUNTS)``; the ``oidc`` plugin keeps the people it
+signs in there.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import string
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 from argon2 import PasswordHasher
@@ -41,8 +45,11 @@ from hostcore import (
     LOGOUT_PATH,
     SCOPES,
     NotFound,
+    PluginHost,
     Principal,
     RateLimited,
+    ServiceKey,
+    Slot,
     ValidationError,
     check_csrf,
     check_namespace,
@@ -99,10 +106,47 @@ def new_password() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(20))
 
 
+class AccountService(Protocol):
+    """What another plugin may do with people's accounts (records: name, hash, scopes, namespaces,
+    disabled, created, upstream)."""
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        """The account named ``name``, or None."""
+        ...
+
+    def create(
+        self,
+        name: str,
+        password: str | None,
+        scopes: list[str],
+        namespaces: list[str] | None = None,
+        upstream: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Create an account (``password`` None: it signs in only through ``upstream``, a provider).
+        Raises ValidationError naming the field; nothing is written then."""
+        ...
+
+    def delete(self, name: str) -> None:
+        """Remove the account ``name`` (one just created that lost a race to another)."""
+        ...
+
+    def signed_in(self, name: str) -> None:
+        """Note that ``name`` signed in now."""
+        ...
+
+    def change_password(self, name: str, current: str, new: str, address: str) -> int:
+        """A person's own change of their password; ends their sessions and returns how many.
+        Raises ValidationError naming the field, RateLimited while throttled."""
+        ...
+
+
+ACCOUNTS: ServiceKey[AccountService] = ServiceKey("accounts", AccountService)
+
+
 class Accounts:
     """The accounts of one wiki, in its shared state."""
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: PluginHost) -> None:
         self.host = host
         self.shared = host.shared
 
@@ -137,6 +181,9 @@ class Accounts:
         if not self.shared.add(KIND, name, record):
             raise ValidationError(f"an account named {name!r} exists; pick another name", field="name")
         return record
+
+    def delete(self, name: str) -> None:
+        self.shared.delete(KIND, name)
 
     def all(self) -> list[dict[str, Any]]:
         return [record for _key, record in self.shared.scan(KIND)]
@@ -245,10 +292,16 @@ class Accounts:
             self.shared.delete(FAILURES, key)
 
 
-def accounts(host: Any) -> Accounts:
-    if "accounts" not in host.state:
-        host.state["accounts"] = Accounts(host)
-    return host.state["accounts"]
+STORE: Slot[Accounts] = Slot("accounts", Accounts)
+
+
+def accounts(host: PluginHost) -> Accounts:
+    return host.slot(STORE)
+
+
+@hookimpl
+def register_services(register: Any, host: PluginHost) -> None:
+    register(ACCOUNTS, accounts(host))
 
 
 def principal_of(record: dict[str, Any]) -> Principal:
@@ -261,7 +314,7 @@ def principal_of(record: dict[str, Any]) -> Principal:
 
 
 @hookimpl
-def find_person(name: str, host: Any) -> Principal | None:
+def find_person(name: str, host: PluginHost) -> Principal | None:
     record = accounts(host).get(name)
     if record is None or record.get("disabled"):
         return None
@@ -269,14 +322,14 @@ def find_person(name: str, host: Any) -> Principal | None:
 
 
 @hookimpl
-def instance_created(host: Any) -> str | None:
+def instance_created(host: PluginHost) -> str | None:
     password = new_password()
     accounts(host).create("admin", password, ["admin"])
     return f"First admin account (sign in at {LOGIN_PATH}): admin, password (shown once; keep it safe): {password}"
 
 
 @hookimpl
-def register_routes(app: Flask, host: Any) -> None:
+def register_routes(app: Flask, host: PluginHost) -> None:
     here = Path(__file__).parent
     pages = Blueprint(
         "accounts", __name__, template_folder=str(here / "templates"),

@@ -27,7 +27,6 @@ from hostcore import (
     Put,
     Storage,
     blob_hash,
-    check_path,
     hookimpl,
 )
 
@@ -45,15 +44,15 @@ class FileStorage(Storage):
         self._lock = FileLock(self.root.parent / f".{self.root.name}.lock")
 
     def _file(self, path: str) -> Path:
-        return self.root / check_path(path)
+        return self.root / path
 
-    def read(self, path: str) -> bytes:
+    def _read(self, path: str) -> bytes:
         try:
             return self._file(path).read_bytes()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise NotFound(f"{path} does not exist") from None
 
-    def list(self, prefix: str = "") -> list[str]:
+    def _list(self, prefix: str) -> list[str]:
         base = self._file(prefix) if prefix else self.root
         if not base.is_dir():
             return []
@@ -65,15 +64,13 @@ class FileStorage(Storage):
                     found.append(name if rel == "." else f"{rel}/{name}")
         return sorted(found)
 
-    def folders(self, prefix: str = "") -> builtins.list[str]:
+    def _folders(self, prefix: str) -> builtins.list[str]:
         base = self._file(prefix) if prefix else self.root
         if not base.is_dir():
             return []
         return sorted(entry.name for entry in os.scandir(base) if entry.is_dir())
 
-    def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
-        for op in ops:
-            check_path(op.path)
+    def _apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
         with self._lock:
             for op in ops:
                 self._check(op)
@@ -88,7 +85,7 @@ class FileStorage(Storage):
             return result
 
     def _check(self, op: Operation) -> None:
-        current = self.hash(op.path)
+        current = self._hash(op.path)
         if op.expect is ANY:
             if isinstance(op, Delete) and current is None:
                 raise NotFound(f"{op.path} does not exist")

@@ -60,8 +60,6 @@ from hostcore import (
     Setting,
     Storage,
     Unavailable,
-    ValidationError,
-    check_path,
     out_of_space,
 )
 
@@ -131,10 +129,10 @@ class GitStorage(Storage):
             if not isinstance(head_ref.target, str):
                 raise ConfigError(f"HEAD of {self.root} is detached; point it at a branch (git symbolic-ref HEAD refs/heads/main)")
             self._branch = head_ref.target
-            self._history = HistoryIndex(self.root / "hostcore-history.sqlite")
+            self._history_index = HistoryIndex(self.root / "hostcore-history.sqlite")
             head = self._head(repo)
             try:
-                self._history.sync(repo, head)
+                self._history_index.sync(repo, head)
             except sqlite3.OperationalError as exc:  # a full disk: the wiki still starts, for reading
                 if not out_of_space(exc, self.root):
                     raise
@@ -195,37 +193,37 @@ class GitStorage(Storage):
 
     def _blob(self, path: str) -> pygit2.Blob:
         _, tree = self._snapshot(self._repo())
-        entry = entry_at(tree, check_path(path))
+        entry = entry_at(tree, path)
         if not isinstance(entry, pygit2.Blob):
             raise NotFound(f"{path} does not exist")
         return entry
 
-    def read(self, path: str) -> bytes:
+    def _read(self, path: str) -> bytes:
         return self._blob(path).data
 
-    def read_with_hash(self, path: str) -> tuple[bytes, str]:
+    def _read_with_hash(self, path: str) -> tuple[bytes, str]:
         blob = self._blob(path)
         return blob.data, str(blob.id)
 
-    def hash(self, path: str) -> str | None:
+    def _hash(self, path: str) -> str | None:
         _, tree = self._snapshot(self._repo())
-        oid = blob_id(tree, check_path(path))
+        oid = blob_id(tree, path)
         return str(oid) if oid is not None else None
 
-    def list(self, prefix: str = "") -> builtins.list[str]:
+    def _list(self, prefix: str) -> builtins.list[str]:
         _, tree = self._snapshot(self._repo())
-        return [path for path, _ in walk(tree, check_path(prefix) if prefix else "")]
+        return [path for path, _ in walk(tree, prefix)]
 
-    def folders(self, prefix: str = "") -> builtins.list[str]:
+    def _folders(self, prefix: str) -> builtins.list[str]:
         _, tree = self._snapshot(self._repo())
-        folder = tree if not prefix else entry_at(tree, check_path(prefix))
+        folder = tree if not prefix else entry_at(tree, prefix)
         if not isinstance(folder, pygit2.Tree):
             return []
         return sorted(str(entry.name) for entry in folder if isinstance(entry, pygit2.Tree))
 
-    def hashes(self, prefix: str = "") -> dict[str, str]:
+    def _hashes(self, prefix: str) -> dict[str, str]:
         _, tree = self._snapshot(self._repo())
-        return {path: str(oid) for path, oid in walk(tree, check_path(prefix) if prefix else "")}
+        return {path: str(oid) for path, oid in walk(tree, prefix)}
 
     def version(self) -> str:
         """The branch's commit id (one read of the ref); the empty tree's id while the branch is unborn."""
@@ -267,25 +265,23 @@ class GitStorage(Storage):
         if version == EMPTY_TREE:
             return None
         try:
-            paths = self._history.changes_between(version, until)
-            if paths is None and self._history.head() != until:  # a commit of another process, not indexed yet
+            paths = self._history_index.changes_between(version, until)
+            if paths is None and self._history_index.head() != until:  # a commit of another process, not indexed yet
                 self._sync_history()
-                paths = self._history.changes_between(version, until)
+                paths = self._history_index.changes_between(version, until)
         except sqlite3.Error as exc:
-            self._history.recover(exc)
+            self._history_index.recover(exc)
             return None
         return paths
 
     # --- writing ---------------------------------------------------------------------------
 
-    def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
+    def _apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
         """See :meth:`Storage.apply`: one commit when anything changes, none when nothing does.
 
         Also raises ValidationError when a file would replace a folder (or a folder a file), and
         Unavailable when pushes from outside keep moving the branch or hold its lock.
         """
-        for op in ops:
-            check_path(op.path)
         try:
             wanted, committed = self._commit(ops, change)
         except (OSError, pygit2.GitError) as exc:
@@ -411,24 +407,17 @@ class GitStorage(Storage):
         history index, in one transaction."""
         # The commits have landed, so the saves succeeded; an index that lags is caught up later.
         try:
-            self._history.sync(repo, line[-1][0], line=line)
+            self._history_index.sync(repo, line[-1][0], line=line)
         except sqlite3.Error as exc:
-            if not self._history.recover(exc):
+            if not self._history_index.recover(exc):
                 log.exception("could not index commit %s; the history index catches up on its next read", line[-1][0])
 
     # --- history ---------------------------------------------------------------------------
 
-    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
+    def _history(self, path: str | None, *, offset: int, limit: int) -> builtins.list[Revision]:
         """Commits newest first (only those changing ``path`` when given), from the index.
-
-        Raises ValidationError for a bad path or a negative offset or limit, Unavailable when the
-        index file cannot be read.
-        """
-        if path is not None:
-            check_path(path)
-        if offset < 0 or limit < 0:
-            raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
-        return self._from_history(lambda: self._history.revisions(path, offset, limit))
+        Raises Unavailable when the index file cannot be read."""
+        return self._from_history(lambda: self._history_index.revisions(path, offset, limit))
 
     def _from_history(self, read: Callable[[], T]) -> T:
         """``read()`` from the caught-up history index; a damaged index is set aside and rebuilt
@@ -438,30 +427,29 @@ class GitStorage(Storage):
                 self._sync_history()
                 return read()
             except sqlite3.Error as exc:
-                if attempt == 0 and self._history.recover(exc):
+                if attempt == 0 and self._history_index.recover(exc):
                     continue
-                raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history.file} to rebuild it") from exc
+                raise Unavailable(f"the history index cannot be read ({exc}); try again, or delete {self._history_index.file} to rebuild it") from exc
         raise AssertionError("unreachable")
 
     def _sync_history(self) -> None:
         """Catch the index up when the branch moved outside hostcore since it was last written."""
         repo = self._repo()
         head = self._head(repo)
-        if (str(head) if head is not None else None) != self._history.head():
+        if (str(head) if head is not None else None) != self._history_index.head():
             with self._lock:
-                self._history.sync(repo, self._head(repo))
+                self._history_index.sync(repo, self._head(repo))
 
-    def read_at(self, path: str, revision: str) -> bytes:
+    def _read_at(self, path: str, revision: str) -> bytes:
         """The bytes of ``path`` in commit ``revision`` (an id or any git revision expression), at
         the path the file had then when it moved since (see :meth:`history`).
 
         Raises NotFound when the revision does not exist or holds no file at ``path``.
         """
-        check_path(path)
         commit = self._commit_at(revision)
         try:
             self._sync_history()
-            path = self._history.path_at(path, str(commit.id))
+            path = self._history_index.path_at(path, str(commit.id))
         except sqlite3.Error:
             log.exception("the history index cannot be read; reading %s at %s without following moves", path, revision)
         entry = entry_at(commit.tree, path)
@@ -469,9 +457,8 @@ class GitStorage(Storage):
             raise NotFound(f"{path} does not exist at revision {revision}")
         return entry.data
 
-    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+    def _list_at(self, prefix: str, revision: str) -> builtins.list[str]:
         """Every file under the folder ``prefix`` in commit ``revision``. Raises NotFound."""
-        check_path(prefix)
         return [path for path, _ in walk(self._commit_at(revision).tree, prefix)]
 
     def _commit_at(self, revision: str) -> pygit2.Commit:
@@ -518,9 +505,9 @@ class GitStorage(Storage):
 
     # --- remote and lifecycle ----------------------------------------------------------------
 
-    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+    def _last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
         """Path -> time of the newest commit changing it, in one indexed query per 500 paths."""
-        times = self._from_history(lambda: self._history.last_times(paths))
+        times = self._from_history(lambda: self._history_index.last_times(paths))
         return {p: datetime.fromtimestamp(t, UTC) for p, t in times.items()}
 
     def status(self) -> dict[str, Any]:
@@ -545,7 +532,7 @@ class GitStorage(Storage):
         if self._pusher is not None:
             self._pusher.close()
         self._merger.wait(CLOSE_MERGE_WAIT)
-        self._history.close()
+        self._history_index.close()
         local = self._local
         if getattr(local, "pid", None) == os.getpid():
             local.repo.free()

@@ -247,7 +247,7 @@ def test_changes_since_a_line_of_commits_come_from_the_history_index(storage: Gi
     storage.apply([Put("a/x.md", b"x"), Delete("b/y.md")], Change("ann", "x back, y gone"))
     now = storage.version()
     # one indexed query, no tree read: a path changed and changed back is listed too (its page is re-read)
-    assert storage._history.changes_between(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
+    assert storage._history_index.changes_between(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
     assert storage.changed_since(first, now) == ["a/x.md", "b/y.md", "c/z.md"]
     assert git(storage.root, "diff", "--name-only", first, now).split() == ["b/y.md", "c/z.md"]
 
@@ -268,7 +268,7 @@ def test_changes_since_across_a_merge_are_the_tree_diff(storage: GitStorage, tmp
     subprocess.run([*cli, "merge", "-q", "-s", "ours", "-m", "merge keeping side", "origin/main"], check=True)
     subprocess.run([*cli, "push", "-q", "origin", "side:main"], check=True)
     now = storage.version()
-    assert storage._history.changes_between(mine, now) is None
+    assert storage._history_index.changes_between(mine, now) is None
     assert storage.changed_since(mine, now) == git(storage.root, "diff", "--name-only", mine, now).split() == ["a/p.md", "a/q.md"]
 
 

@@ -9,13 +9,16 @@ approves what the app may do, and can disconnect it later on ``/_/apps``.
 - Authorization code with PKCE S256, exact redirect URIs, ``resource`` bound to ``/_/mcp``.
 - Access tokens ``hco_...`` (opaque, short-lived), refresh tokens ``hcr_...`` (rotating; a replay
   revokes the grant); RFC 7009 revocation. Only digests are stored, in ``host.shared``.
+- Other plugins link to the connected apps page through the ``connected-apps`` service
+  (:data:`CONNECTED_APPS`): the web plugin's account pages do.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from hostcore import Setting, StartupError, Unauthorized, hookimpl
+from hostcore import PluginHost, ServiceKey, Setting, Slot, StartupError, Unauthorized, hookimpl
 from hostcore_oauth.server import OAuthServer
 from hostcore_oauth.store import ACCESS_PREFIX
 
@@ -31,7 +34,24 @@ SETTINGS = {
 }
 
 
-def settings(host: Any) -> dict[str, Any]:
+APPS_PATH = "/_/apps"
+
+
+class ConnectedApps(Protocol):
+    """The page where a person sees and disconnects the apps they connected with OAuth."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class AppsPage:
+    path: str
+
+
+CONNECTED_APPS: ServiceKey[ConnectedApps] = ServiceKey("connected-apps", ConnectedApps)
+
+
+def settings(host: PluginHost) -> dict[str, Any]:
     """PLUGIN_CONFIG.oauth with defaults; raises StartupError naming a wrong key or type."""
     given = host.plugin_config("oauth")
     problems = []
@@ -46,14 +66,20 @@ def settings(host: Any) -> dict[str, Any]:
     return {key: given.get(key, setting.default) for key, setting in SETTINGS.items()}
 
 
-def server(host: Any) -> OAuthServer:
-    if "oauth" not in host.state:
-        host.state["oauth"] = OAuthServer(host, settings(host))
-    return host.state["oauth"]
+SERVER: Slot[OAuthServer] = Slot("oauth", lambda host: OAuthServer(host, settings(host)))
+
+
+def server(host: PluginHost) -> OAuthServer:
+    return host.slot(SERVER)
 
 
 @hookimpl
-def startup(host: Any) -> None:
+def register_services(register: Any) -> None:
+    register(CONNECTED_APPS, AppsPage(APPS_PATH))
+
+
+@hookimpl
+def startup(host: PluginHost) -> None:
     server(host)
     if not host.config.get("AUTHORIZATION_SERVERS"):
         # The protected-resource metadata names this wiki as its own authorization server.
@@ -61,7 +87,7 @@ def startup(host: Any) -> None:
 
 
 @hookimpl
-def authenticate(request: Any, host: Any) -> Any:
+def authenticate(request: Any, host: PluginHost) -> Any:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.startswith(ACCESS_PREFIX):
         return None
@@ -74,7 +100,7 @@ def authenticate(request: Any, host: Any) -> Any:
 
 
 @hookimpl
-def register_routes(app: Any, host: Any) -> None:
+def register_routes(app: Any, host: PluginHost) -> None:
     from hostcore_oauth import views
 
     views.install(app, lambda: server(host))

@@ -24,7 +24,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import request as flask_request
 from werkzeug.exceptions import HTTPException, UnsupportedMediaType
 
-from hostcore import SCOPES, Principal
+from hostcore import SCOPES, PluginHost, Principal
 from hostcore_oauth import registration, store
 from hostcore_oauth.fetch import Refused, fetch_json
 
@@ -373,7 +373,7 @@ def client_id_url(client_id: str) -> bool:
 class OAuthServer(AuthorizationServer):
     """Authlib's Flask AuthorizationServer over host.shared, for one wiki."""
 
-    def __init__(self, host: Any, settings: dict[str, Any]) -> None:
+    def __init__(self, host: PluginHost, settings: dict[str, Any]) -> None:
         super().__init__()
         self.host = host
         self.settings = settings

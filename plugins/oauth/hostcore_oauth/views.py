@@ -24,10 +24,10 @@ from flask import Blueprint, Flask, Response, jsonify, render_template, request,
 from markupsafe import Markup
 
 from hostcore import CSP, SCOPES, Forbidden, ValidationError, check_csrf, login_redirect, person
+from hostcore_oauth import APPS_PATH
 from hostcore_oauth.server import PATHS, OAuthServer, scope_list
 
 AUTHORIZE = PATHS["authorization_endpoint"]
-APPS_PATH = "/_/apps"
 METADATA_PATHS = (
     "/.well-known/oauth-authorization-server",
     "/.well-known/oauth-authorization-server/_/mcp",
@@ -222,7 +222,7 @@ def _client_host(client_id: str) -> str:
 def _namespaces(srv: OAuthServer, who: Any) -> list[dict[str, Any]]:
     if not who.has_scope("read"):
         return []
-    return list(srv.host.wiki(who).list_namespaces()["namespaces"])
+    return [dict(entry) for entry in srv.host.wiki(who).list_namespaces()["namespaces"]]
 
 
 def install(app: Flask, server_of: Any) -> None:

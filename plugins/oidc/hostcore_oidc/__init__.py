@@ -7,11 +7,12 @@ authorization code flow with PKCE (S256), ``state`` bound to the browser's sessi
 server-side in ``host.shared`` (one use), and a ``nonce`` checked in the signed ID token (Authlib's
 Flask client).
 
-People map to wiki accounts (the ``accounts`` plugin) by the provider's issuer and ``sub``, never
-by email: the first sign-in creates an account, only for people the provider's settings allow
-(``allowed_emails``, ``allowed_domains``: a verified email; or ``allow_any``), with the provider's
-``scopes`` and ``namespaces``. An existing local account is never taken over: a new account gets a
-name of its own. A disabled account cannot sign in this way either.
+People map to wiki accounts (the ``accounts`` plugin's service: ``host.service(ACCOUNTS)``) by
+the provider's issuer and ``sub``, never by email: the first sign-in creates an account, only for
+people the provider's settings allow (``allowed_emails``, ``allowed_domains``: a verified email;
+or ``allow_any``), with the provider's ``scopes`` and ``namespaces``. An existing local account is
+never taken over: a new account gets a name of its own. A disabled account cannot sign in this
+way either.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ import requests
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.flask_client import OAuth
 from flask import Flask, redirect, request, session
-from hostcore_accounts import NAME_RE, accounts
+from hostcore_accounts import ACCOUNTS, NAME_RE, AccountService
 from joserfc.errors import JoseError
 
 from hostcore import (
     SCOPES,
     Forbidden,
+    PluginHost,
+    Slot,
     StartupError,
     ValidationError,
     check_namespace,
@@ -58,16 +61,23 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
-def providers(host: Any) -> dict[str, dict[str, Any]]:
+def providers(host: PluginHost) -> dict[str, dict[str, Any]]:
     """Every configured provider's settings, checked, with defaults. Raises StartupError naming
     each problem (``PLUGIN_CONFIG.oidc.providers.<id>.<key>``) and its fix."""
-    if "oidc-providers" in host.state:
-        return host.state["oidc-providers"]
+    return host.slot(PROVIDERS)
+
+
+def account_store(host: PluginHost) -> AccountService:
+    """The accounts plugin's accounts (:func:`providers` made sure at start-up that it is loaded)."""
+    return host.service(ACCOUNTS, required=True)
+
+
+def _checked_providers(host: PluginHost) -> dict[str, dict[str, Any]]:
     table = host.plugin_config("oidc").get("providers")
     where = "PLUGIN_CONFIG.oidc.providers"
     if not isinstance(table, dict) or not table:
         raise StartupError(f"{where}: name at least one provider, e.g. [{where}.google] with issuer, client_id and client_secret")
-    if not host.pm.has_plugin("accounts"):
+    if host.service(ACCOUNTS) is None:
         raise StartupError("PLUGINS: the oidc plugin keeps people in the accounts plugin's accounts; add \"accounts\" to PLUGINS")
     problems: list[str] = []
     found = {}
@@ -112,8 +122,10 @@ def providers(host: Any) -> dict[str, dict[str, Any]]:
         found[pid] = settings
     if problems:
         raise StartupError("; ".join(problems), problems=problems)
-    host.state["oidc-providers"] = found
     return found
+
+
+PROVIDERS: Slot[dict[str, dict[str, Any]]] = Slot("oidc-providers", _checked_providers)
 
 
 class SharedCache:
@@ -145,10 +157,10 @@ def allowed(settings: dict[str, Any], claims: dict[str, Any]) -> bool:
     return email in settings["allowed_emails"] or email.rpartition("@")[2] in settings["allowed_domains"]
 
 
-def account_for(host: Any, pid: str, settings: dict[str, Any], claims: dict[str, Any]) -> dict[str, Any]:
+def account_for(host: PluginHost, pid: str, settings: dict[str, Any], claims: dict[str, Any]) -> dict[str, Any]:
     """The account of the person these (verified) ID token claims name: found by issuer and
     subject, or created on first sign-in when the provider's settings allow them. Raises Forbidden."""
-    store = accounts(host)
+    store = account_store(host)
     issuer, subject = str(claims["iss"]), str(claims["sub"])
     link_key = json.dumps([issuer, subject])
     who = claims.get("email") or claims.get("preferred_username") or subject
@@ -169,7 +181,7 @@ def account_for(host: Any, pid: str, settings: dict[str, Any], claims: dict[str,
                 if (store.get(name) or {}).get("upstream") == upstream:
                     break
         if not host.shared.add(LINKS, link_key, {"name": name}) and created:
-            host.shared.delete("accounts", name)  # a parallel first sign-in linked its own account: use that
+            store.delete(name)  # a parallel first sign-in linked its own account: use that
         link = host.shared.get(LINKS, link_key)
         assert link is not None
     record = store.get(link["name"])
@@ -180,17 +192,17 @@ def account_for(host: Any, pid: str, settings: dict[str, Any], claims: dict[str,
 
 
 @hookimpl
-def startup(host: Any) -> None:
+def startup(host: PluginHost) -> None:
     providers(host)
 
 
 @hookimpl
-def sign_in_options(host: Any) -> list[tuple[str, str]]:
+def sign_in_options(host: PluginHost) -> list[tuple[str, str]]:
     return [(settings["label"], f"/_/oidc/{pid}/login") for pid, settings in providers(host).items()]
 
 
 @hookimpl
-def register_routes(app: Flask, host: Any) -> None:
+def register_routes(app: Flask, host: PluginHost) -> None:
     configured = providers(host)
     oauth = OAuth(app, cache=SharedCache(host.shared))
     for pid, settings in configured.items():

@@ -87,7 +87,6 @@ from hostcore import (
     Unavailable,
     ValidationError,
     blob_hash,
-    check_path,
 )
 
 log = logging.getLogger(__name__)
@@ -204,18 +203,17 @@ class S3Storage(Storage):
         return self.prefix + path
 
     def _page_key(self, path: str) -> str:
-        """The key of a stored path; ValidationError for an unsafe one or one in hostcore's folder."""
-        check_path(path)
+        """The key of a stored path (checked by the seam); ValidationError for one in hostcore's folder."""
         if path.split("/", 1)[0] == INTERNAL:
             raise ValidationError(f"{path!r} is inside {INTERNAL}/, which the s3 storage keeps for itself", field="path")
         return self._key(path)
 
     # --- reading ---------------------------------------------------------------------------
 
-    def read(self, path: str) -> bytes:
-        return self.read_with_hash(path)[0]
+    def _read(self, path: str) -> bytes:
+        return self._read_with_hash(path)[0]
 
-    def read_with_hash(self, path: str) -> tuple[bytes, str]:
+    def _read_with_hash(self, path: str) -> tuple[bytes, str]:
         key = self._readable_key(path)
         self._look_for_unfinished()
         data, etag = self._get(key)
@@ -261,7 +259,7 @@ class S3Storage(Storage):
         self._etag_hashes[etag] = digest
         return Head(digest, etag)
 
-    def hash(self, path: str) -> str | None:
+    def _hash(self, path: str) -> str | None:
         try:
             self._readable_key(path)
         except NotFound:
@@ -299,16 +297,16 @@ class S3Storage(Storage):
                 if folder != INTERNAL:
                     yield from self._objects(folder)
             return
-        start = self._key(check_path(prefix) + "/")
+        start = self._key(prefix + "/")
         for answer in self._listing(start):
             for item in answer.get("Contents", ()):
                 yield item["Key"][len(self.prefix) :], item
 
-    def list(self, prefix: str = "") -> builtins.list[str]:
+    def _list(self, prefix: str) -> builtins.list[str]:
         self._look_for_unfinished()
         return sorted(path for path, _ in self._objects(prefix))
 
-    def hashes(self, prefix: str = "") -> dict[str, str]:
+    def _hashes(self, prefix: str) -> dict[str, str]:
         """Path -> blob id, from one listing; an ETag not seen before costs one HEAD."""
         self._look_for_unfinished()
         out = {}
@@ -322,10 +320,10 @@ class S3Storage(Storage):
             out[path] = digest
         return dict(sorted(out.items()))
 
-    def folders(self, prefix: str = "") -> builtins.list[str]:
+    def _folders(self, prefix: str) -> builtins.list[str]:
         if prefix and prefix.split("/", 1)[0] == INTERNAL:
             return []
-        start = self._key(check_path(prefix) + "/") if prefix else self.prefix
+        start = self._key(prefix + "/") if prefix else self.prefix
         found = set()
         for answer in self._listing(start, delimiter="/"):
             for item in answer.get("CommonPrefixes", ()):
@@ -335,7 +333,7 @@ class S3Storage(Storage):
 
     # --- writing ---------------------------------------------------------------------------
 
-    def apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
+    def _apply(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
         """See :meth:`Storage.apply` and the module docstring for how a batch stays whole.
 
         Also raises ValidationError when a file would replace a folder (or a folder a file), and
@@ -659,15 +657,8 @@ class S3Storage(Storage):
                     path = old
                     break
 
-    def history(self, path: str | None = None, *, offset: int = 0, limit: int = 20) -> builtins.list[Revision]:
-        """Changes newest first (only those touching ``path`` when given, following moves back).
-
-        Raises ValidationError for a bad path or a negative offset or limit.
-        """
-        if path is not None:
-            check_path(path)
-        if offset < 0 or limit < 0:
-            raise ValidationError("offset and limit must not be negative", field="offset" if offset < 0 else "limit")
+    def _history(self, path: str | None, *, offset: int, limit: int) -> builtins.list[Revision]:
+        """Changes newest first (only those touching ``path`` when given, following moves back)."""
         self._look_for_unfinished()
         found: builtins.list[Revision] = []
         for entry, _name in self._entries_touching(path, self._log_ids()):
@@ -676,7 +667,7 @@ class S3Storage(Storage):
             found.append(_revision(entry))
         return found[offset:]
 
-    def last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+    def _last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
         """Path -> when its object was last written (S3's LastModified): a HEAD each for a few
         paths (a catch-up after a change), else from one listing of the pages' folders."""
         wanted = set(paths)
@@ -694,10 +685,9 @@ class S3Storage(Storage):
             item for folder in folders for item in self._objects(folder))  # fmt: skip
         return {path: item["LastModified"] for path, item in listed if path in wanted}
 
-    def read_at(self, path: str, revision: str) -> bytes:
+    def _read_at(self, path: str, revision: str) -> bytes:
         """The bytes ``path`` held after change ``revision`` (at the path it had then, when it
         moved since). Raises NotFound when the revision does not exist or left no file there."""
-        check_path(path)
         ids = self._log_ids()
         if revision not in ids:
             raise NotFound(f"revision {revision!r} does not exist", field="revision")
@@ -713,11 +703,10 @@ class S3Storage(Storage):
             return self._get(self._internal("objects", digest))[0]
         raise NotFound(f"{path} does not exist at revision {revision}")
 
-    def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
+    def _list_at(self, prefix: str, revision: str) -> builtins.list[str]:
         """The files under the folder ``prefix`` as of change ``revision``, from the change log:
         each path's newest logged change at or before it says whether it was there. Raises
         NotFound for an unknown revision."""
-        check_path(prefix)
         ids = self._log_ids()
         if revision not in ids:
             raise NotFound(f"revision {revision!r} does not exist", field="revision")

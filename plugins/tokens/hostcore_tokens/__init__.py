@@ -12,10 +12,14 @@ of the active token of that name: created with ``add``, so of two hosts creating
 wins) and ``token-used/<digest>`` (when it was last used, written at most once a minute per
 process). An ``auth.sqlite`` left by an older version is moved in once, at start-up, and renamed
 ``auth.sqlite.migrated``.
+
+Other plugins reach the tokens through the ``tokens`` service (:data:`TOKENS`, a
+:class:`TokenService`): ``host.service(TOKENS)``.
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import logging
 import secrets
@@ -23,15 +27,18 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
 from hostcore import (
     SCOPES,
     NotFound,
+    PluginHost,
     Principal,
+    ServiceKey,
     SharedState,
+    Slot,
     Unauthorized,
     ValidationError,
     check_namespace,
@@ -51,6 +58,25 @@ def digest(token: str) -> str:
 def _token_id(token_digest: str) -> str:
     """A token's id: the first 12 hex digits of its digest (it names the token, reveals nothing)."""
     return token_digest[:12]
+
+
+class TokenService(Protocol):
+    """What another plugin may do with personal access tokens (the web plugin's account pages)."""
+
+    def create(self, name: str, scopes: builtins.list[str], namespaces: builtins.list[str] | None = None, owner: str | None = None) -> str:
+        """Create a token and return it (shown once). Raises ValidationError naming the field."""
+        ...
+
+    def list(self, owner: str | None = None) -> builtins.list[dict[str, Any]]:
+        """Active tokens (of ``owner`` only, when given), oldest first, never the tokens themselves."""
+        ...
+
+    def revoke(self, name_or_id: str, owner: str | None = None) -> None:
+        """Revoke a token by name or id (of ``owner`` only, when given). Raises NotFound."""
+        ...
+
+
+TOKENS: ServiceKey[TokenService] = ServiceKey("tokens", TokenService)
 
 
 class TokenStore:
@@ -182,14 +208,20 @@ class TokenStore:
         return moved
 
 
-def store(host: Any) -> TokenStore:
-    if "tokens" not in host.state:
-        host.state["tokens"] = TokenStore(host.shared)
-    return host.state["tokens"]
+STORE: Slot[TokenStore] = Slot("tokens", lambda host: TokenStore(host.shared))
+
+
+def store(host: PluginHost) -> TokenStore:
+    return host.slot(STORE)
 
 
 @hookimpl
-def startup(host: Any) -> None:
+def register_services(register: Any, host: PluginHost) -> None:
+    register(TOKENS, store(host))
+
+
+@hookimpl
+def startup(host: PluginHost) -> None:
     old = host.instance_path / "auth.sqlite"
     if old.exists():
         store(host).migrate(old)
@@ -210,7 +242,7 @@ def bounded(principal: Principal, person: Principal | None) -> Principal | None:
 
 
 @hookimpl
-def authenticate(request: Any, host: Any) -> Principal | None:
+def authenticate(request: Any, host: PluginHost) -> Principal | None:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.startswith(PREFIX):
@@ -225,7 +257,7 @@ def authenticate(request: Any, host: Any) -> Principal | None:
 
 
 @hookimpl
-def instance_created(host: Any) -> str | None:
+def instance_created(host: PluginHost) -> str | None:
     if host.shared.get(NAME, "admin") is not None:  # another host of the same REDIS_URL made it
         return "The admin token exists already in the shared state (made by another host); use it, or `hostcore token create`"
     token = store(host).create("admin", ["admin"])

@@ -15,11 +15,11 @@ from typing import Any
 
 import click
 
-from hostcore import hookimpl
+from hostcore import PluginHost, hookimpl
 
 
 @hookimpl
-def register_routes(app: Any, host: Any) -> None:
+def register_routes(app: Any, host: PluginHost) -> None:
     from . import account, section_edit, views  # noqa: F401  (account and section_edit add their routes to the blueprint)
     from .template_cache import TemplateCache
 
@@ -42,7 +42,7 @@ def frame_page(title: str, main: str, head: str) -> str:
 
 
 @hookimpl
-def page_saved(host: Any, page: Any) -> None:
+def page_saved(host: PluginHost, page: Any) -> None:
     """A big page is rendered ahead, off the request path (:class:`hostcore_web.render.Prerender`)."""
     from . import views
 

@@ -9,12 +9,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import abort, current_app
 
 import hostcore
-from hostcore import SYSTEM, Principal, Unavailable
+from hostcore import SYSTEM, PluginHost, Principal, Unavailable
 
 ANONYMOUS = "anonymous"
 
@@ -23,8 +21,10 @@ class SignInFirst(Exception):
     """The visitor is not signed in and the page is not public: send them to sign in."""
 
 
-def host() -> Any:
-    return current_app.extensions["hostcore"]
+def host() -> PluginHost:
+    """The host of the app serving this request."""
+    host: PluginHost = current_app.extensions["hostcore"]
+    return host
 
 
 def public_namespaces() -> frozenset[str]:

@@ -3,42 +3,63 @@ admin sees and revokes everyone's, those made with ``hostcore token`` included),
 sessions (see and end them), their password (with the ``accounts`` plugin) and a link to the
 connected apps (``/_/apps``, the OAuth plugin's page).
 
-The tokens and accounts plugins own their stores; these pages reach them through
-:func:`plugin_store` only (the plugin the host loaded under that name), as the person, and never
-grant more than the person holds.
+The tokens, accounts and oauth plugins own their stores and pages; these pages reach them
+through the services they register (``host().service(KEY)``: None when the plugin is not
+enabled), as the person, and never grant more than the person holds. This plugin imports no
+other plugin's code: it asks with keys of its own, whose Protocols name just what it calls.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from flask import abort, redirect, request, session, url_for
 
 import hostcore
-from hostcore import SCOPES, HostcoreError, Principal, RateLimited, ValidationError, check_csrf, check_namespace
+from hostcore import SCOPES, HostcoreError, Principal, RateLimited, ServiceKey, ValidationError, check_csrf, check_namespace
 
 from .access import SignInFirst, host, viewer
 from .views import bp, page
 
-APPS_PATH = "/_/apps"
 BROWSERS = (("Edg/", "Edge"), ("OPR/", "Opera"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"),
             ("Safari/", "Safari"), ("curl/", "curl"))  # fmt: skip
 SYSTEMS = (("Android", "Android"), ("iPhone", "iOS"), ("iPad", "iOS"), ("Mac OS X", "macOS"),
            ("Windows", "Windows"), ("CrOS", "ChromeOS"), ("Linux", "Linux"))  # fmt: skip
 
 
-def plugin_store(name: str) -> Any:
-    """The store of the plugin the host loaded as ``name`` (``tokens``, ``accounts``), or None when
-    it is not enabled: asked of the plugin by name, so this plugin imports no other."""
-    plugin = host().pm.get_plugin(name)
-    if plugin is None:
-        return None
-    return plugin.store(host()) if name == "tokens" else plugin.accounts(host())
+class Tokens(Protocol):
+    """What the token pages need of the tokens plugin's ``tokens`` service."""
+
+    def create(self, name: str, scopes: list[str], namespaces: list[str] | None = None, owner: str | None = None) -> str: ...
+
+    def list(self, owner: str | None = None) -> list[dict[str, Any]]: ...
+
+    def revoke(self, name_or_id: str, owner: str | None = None) -> None: ...
 
 
-def token_store() -> Any:
-    return plugin_store("tokens")
+class Passwords(Protocol):
+    """What the password page needs of the accounts plugin's ``accounts`` service."""
+
+    def get(self, name: str) -> dict[str, Any] | None: ...
+
+    def change_password(self, name: str, current: str, new: str, address: str) -> int: ...
+
+
+class ConnectedApps(Protocol):
+    """The oauth plugin's page of a person's connected apps."""
+
+    path: str
+
+
+TOKENS: ServiceKey[Tokens] = ServiceKey("tokens", Tokens)
+PASSWORDS: ServiceKey[Passwords] = ServiceKey("accounts", Passwords)
+CONNECTED_APPS: ServiceKey[ConnectedApps] = ServiceKey("connected-apps", ConnectedApps)
+APPS_PATH = "/_/apps"  # the tokens page names it, whichever plugins are enabled
+
+
+def token_store() -> Tokens | None:
+    return host().service(TOKENS)
 
 
 def signed_in() -> tuple[Principal, str]:
@@ -71,10 +92,11 @@ def browser_of(agent: str) -> str:
 
 def account_page(template: str, person: Principal, title: str, status: int = 200, **context: Any) -> Any:
     """A page of the account's section, with its own navigation; never cached (tokens, sessions)."""
+    apps = host().service(CONNECTED_APPS)  # None: the oauth plugin is not enabled
     sections = [("Access tokens", url_for("web.tokens")) if token_store() is not None else None,
                 ("Sessions", url_for("web.sessions")),
-                ("Password", url_for("web.password")) if plugin_store("accounts") is not None else None,
-                ("Connected apps", APPS_PATH) if host().pm.get_plugin("oauth") is not None else None]  # fmt: skip
+                ("Password", url_for("web.password")) if host().service(PASSWORDS) is not None else None,
+                ("Connected apps", apps.path) if apps is not None else None]  # fmt: skip
     html = page(template, person=person, title=title, sections=[s for s in sections if s], here=request.path, **context)
     return html, status, {"Cache-Control": "no-store"}
 
@@ -159,9 +181,9 @@ def sessions() -> Any:
 @bp.route("/_/account/password", methods=["GET", "POST"])
 def password() -> Any:
     person, name = signed_in()
-    store = plugin_store("accounts")
+    store = host().service(PASSWORDS)
     record = store.get(name) if store is not None else None
-    if record is None:
+    if store is None or record is None:
         abort(404)  # a person known to another sign-in plugin only: no password here
     done, error, status, headers = None, None, 200, {}
     if request.method == "POST" and record.get("hash"):

@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape as xml_escape
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from hostcore import SYSTEM, NotFound, Principal, ValidationError, check_namespace
+from hostcore import SYSTEM, NotFound, PluginHost, Principal, ValidationError, check_namespace
 
 from . import render
 from .widgets import ordered
@@ -92,10 +92,10 @@ class Files:
         return self.copied[key]
 
 
-def export_namespace(host: Any, namespace: str, out: Path) -> dict[str, Any]:
+def export_namespace(host: PluginHost, namespace: str, out: Path) -> dict[str, Any]:
     """Write ``namespace`` to ``out`` (made if missing). Returns what was written. Raises ValidationError."""
     check_namespace(namespace, "namespace")
-    settings = dict(host.wiki(SYSTEM).read_namespace(namespace))
+    settings: dict[str, Any] = dict(host.wiki(SYSTEM).read_namespace(namespace))
     export = settings.get("export") or {}
     base_url = str(export.get("base_url") or "")
     if export.get("sitemap") and not base_url:

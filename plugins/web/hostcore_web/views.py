@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-import threading
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
@@ -23,7 +23,9 @@ from hostcore import (
     Conflict,
     HostcoreError,
     NotFound,
+    PluginHost,
     Principal,
+    Slot,
     ValidationError,
     check_csrf,
     check_slug,
@@ -34,7 +36,10 @@ from . import access, assets, render, sections, widgets
 from .access import SignInFirst, host, require_reader, require_writer
 
 log = logging.getLogger("hostcore.web")
-_STATE_LOCK = threading.RLock()  # one render cache and one prerender per host, however many threads ask first
+RENDER: Slot[render.RenderCache] = Slot(
+    "web.render", lambda h: render.RenderCache(store=render.BlockStore(h.instance_path / "web-blocks.sqlite"))
+)
+PRERENDER: Slot[render.Prerender] = Slot("web.prerender", lambda h: render.Prerender(render_cache(h)), close=render.Prerender.close)
 
 
 class NamespaceConverter(BaseConverter):
@@ -160,21 +165,14 @@ def existing_for(reader: Principal) -> Any:
     return lambda slugs: wiki.pages_existing(slugs) if slugs else set()
 
 
-def render_cache(h: Any) -> render.RenderCache:
+def render_cache(h: PluginHost) -> render.RenderCache:
     """The host's rendered pages and blocks (made on first use; blocks shared through the instance folder)."""
-    with _STATE_LOCK:
-        if "web.render" not in h.state:
-            h.state["web.render"] = render.RenderCache(store=render.BlockStore(h.instance_path / "web-blocks.sqlite"))
-        return cast(render.RenderCache, h.state["web.render"])
+    return h.slot(RENDER)
 
 
-def prerender(h: Any) -> render.Prerender:
+def prerender(h: PluginHost) -> render.Prerender:
     """The host's background renderer of big saved pages (made on first use, stopped when the host closes)."""
-    with _STATE_LOCK:
-        if "web.prerender" not in h.state:
-            h.state["web.prerender"] = render.Prerender(render_cache(h))
-            h.on_close(h.state["web.prerender"].close)
-        return cast(render.Prerender, h.state["web.prerender"])
+    return h.slot(PRERENDER)
 
 
 def rendered(reader: Principal, slug: str, body: str, digest: str) -> render.Rendered:
@@ -192,7 +190,7 @@ def slug_of_path(path: str) -> str | None:
     return path[:-3] if path.endswith(".md") and "/." not in path and not path.startswith(".") else None
 
 
-def decorate(commits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def decorate(commits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{**c, "pages": [s for s in (slug_of_path(f) for f in c["files"]) if s]} for c in commits]
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 from urllib.parse import quote
 
-from hostcore import Principal
+from hostcore import PluginHost, Principal
 
 from .dates import month_view, newest_entries
 
@@ -69,7 +69,7 @@ def natural(slug: str) -> tuple[tuple[int | str, ...], str]:
     return tuple(int(p) if i % 2 else p.casefold() for i, p in enumerate(parts)), slug
 
 
-def ordered(facts: list[Fact], tree: list[str], namespace: str) -> list[Fact]:
+def ordered(facts: Sequence[Fact], tree: list[str], namespace: str) -> list[Fact]:
     """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest in natural order."""
     facts = sorted(facts, key=lambda f: natural(f["slug"]))
     by_slug = {f["slug"]: f for f in facts}
@@ -86,13 +86,13 @@ def ordered(facts: list[Fact], tree: list[str], namespace: str) -> list[Fact]:
     return out
 
 
-def entries_of(facts: list[Fact]) -> list[Entry]:
+def entries_of(facts: Sequence[Fact]) -> list[Entry]:
     """Entries of the pages shown (made for those only: a namespace may hold thousands of pages)."""
     return [Entry(f["slug"], f["title"], f["changed"], tuple(f["tags"]), f["pin"]) for f in facts]
 
 
 def build(
-    host: Any, reader: Principal, namespace: str, settings: dict[str, Any], index_slug: str, month: str | None = None
+    host: PluginHost, reader: Principal, namespace: str, settings: dict[str, Any], index_slug: str, month: str | None = None
 ) -> list[Widget]:
     """The namespace's widgets, in its ``widgets`` order (the default set when empty); ``month``
     (YYYY-MM) is the one the calendar shows."""

@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 from hostcore_web.render import PRERENDER_BYTES, BlockStore, RenderCache, render, sanitise, snippet_text, without_title
-from hostcore_web.views import prerender
+from hostcore_web.views import prerender, render_cache
 
 from hostcore import SYSTEM, create_app, wiki_links
 
@@ -104,7 +104,7 @@ def test_an_edit_renders_only_the_blocks_it_changed(tmp_path):
 def test_a_restarted_app_renders_nothing_it_rendered_before(app, host, admin, carol):
     admin.save_page("notes/big", body=big(), title="Big")
     html = carol.get("/notes/big").text
-    assert host.state["web.render"].blocks_rendered > 240
+    assert render_cache(host).blocks_rendered > 240
     assert list((host.instance_path / "web-templates").iterdir())  # compiled templates, for the next worker
     people = [p for p in host.pm.get_plugins() if type(p).__name__ == "People"]
     restarted = create_app(CONFIG, instance_path=host.instance_path, plugins=people)  # a new worker's app
@@ -112,7 +112,7 @@ def test_a_restarted_app_renders_nothing_it_rendered_before(app, host, admin, ca
         client = restarted.test_client()
         client.set_cookie("hostcore_session", carol.get_cookie("hostcore_session").value)
         assert client.get("/notes/big").text == html
-        assert restarted.extensions["hostcore"].state["web.render"].blocks_rendered == 0
+        assert render_cache(restarted.extensions["hostcore"]).blocks_rendered == 0
     finally:
         restarted.extensions["hostcore"].close()
 
@@ -144,7 +144,7 @@ def test_a_big_saved_page_is_rendered_ahead_so_its_first_reader_renders_nothing(
     admin.save_page("notes/huge", body=body, title="Huge")
     ahead = prerender(host)
     assert ahead.wait()
-    cache = host.state["web.render"]
+    cache = render_cache(host)
     kept = cache.blocks_rendered
     assert kept >= 800  # every heading and paragraph, rendered by the background thread
     html = carol.get("/notes/huge").text

@@ -30,11 +30,12 @@ from urllib.parse import quote, urlsplit
 from flask import Flask, Response, g, has_request_context, jsonify, redirect, request, session
 from markupsafe import escape
 
-from hostcore.domain.principal import Principal, Unauthorized
-from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited
+from hostcore.domain.principal import Principal
+from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited, Unauthorized
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
+    from hostcore.seams.host import PluginHost
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def _client() -> dict[str, str]:
     return {"agent": request.headers.get("User-Agent", "")[:AGENT_CHARS], "address": request.remote_addr or ""}
 
 
-def sign_in(name: str, host: Host | None = None) -> None:
+def sign_in(name: str, host: PluginHost | None = None) -> None:
     """Start a session for the person ``name`` (already checked by the caller): a new session, so
     nothing set before signing in (a fixed session, an old CSRF token) survives, and a new record
     in shared state that every worker checks."""
@@ -146,7 +147,7 @@ def sign_in(name: str, host: Host | None = None) -> None:
     g.hostcore_session = record
 
 
-def sign_out(host: Host | None = None) -> None:
+def sign_out(host: PluginHost | None = None) -> None:
     """End this browser's session: its record goes (so a copy of the cookie opens nothing,
     on any worker or host) and the cookie is emptied."""
     session_id = session.get("sid")
@@ -156,7 +157,7 @@ def sign_out(host: Host | None = None) -> None:
     g.pop("hostcore_session", None)
 
 
-def _live_session(host: Host, name: str) -> dict[str, Any] | None:
+def _live_session(host: PluginHost, name: str) -> dict[str, Any] | None:
     """This browser's session record, if it is live and belongs to ``name``; notes when it was
     last seen (at most every :data:`SEEN_EVERY` seconds, renewing its expiry as the cookie's is)."""
     if "hostcore_session" in g:
@@ -179,7 +180,7 @@ def _live_session(host: Host, name: str) -> dict[str, Any] | None:
     return record
 
 
-def person(host: Host | None = None) -> Principal | None:
+def person(host: PluginHost | None = None) -> Principal | None:
     """Who is calling from a browser: the owner of a bearer token sent with the request, else the
     person signed in to this session (if its record is live and the ``find_person`` hook still
     knows them), else None. Raises Unauthorized for a bearer token that is invalid."""
@@ -207,7 +208,7 @@ def current_session() -> str | None:
     return _session_key(session_id) if isinstance(session_id, str) and session_id else None
 
 
-def sessions_of(host: Host, name: str) -> list[dict[str, Any]]:
+def sessions_of(host: PluginHost, name: str) -> list[dict[str, Any]]:
     """The live sessions of the person ``name``, most recently seen first: ``id``, ``created``,
     ``seen`` (epoch seconds), ``agent`` (the browser's User-Agent, cut short), ``address`` (as
     last seen) and ``current`` (this browser's)."""
@@ -218,7 +219,7 @@ def sessions_of(host: Host, name: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda s: s["seen"], reverse=True)
 
 
-def end_session(host: Host, name: str, session_id: str) -> bool:
+def end_session(host: PluginHost, name: str, session_id: str) -> bool:
     """End the session ``session_id`` (an id from :func:`sessions_of`) if it is one of ``name``'s;
     True if it was. Ending this browser's own session signs it out."""
     record = host.shared.get(SESSIONS, session_id) if session_id else None
@@ -230,7 +231,7 @@ def end_session(host: Host, name: str, session_id: str) -> bool:
     return host.shared.delete(SESSIONS, session_id)
 
 
-def end_sessions(host: Host, name: str) -> int:
+def end_sessions(host: PluginHost, name: str) -> int:
     """End every session of the person ``name``, on every worker and host (their password changed,
     say); returns how many there were. Works outside a request (the CLI)."""
     ended = sum(host.shared.delete(SESSIONS, s["id"]) for s in sessions_of(host, name))
@@ -247,7 +248,7 @@ def csrf_token() -> str:
     return str(session["csrf"])
 
 
-def check_csrf(host: Host | None = None) -> None:
+def check_csrf(host: PluginHost | None = None) -> None:
     """Raise Forbidden unless this POST carries this session's CSRF token and, where the browser
     says where it comes from, an allowed Origin."""
     host = host or host_of()

@@ -19,8 +19,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from hostcore.domain.attachments import UPLOAD_PATH, URL_PREFIX, serving_headers, split_attachment_url
 from hostcore.domain.principal import SYSTEM
-from hostcore.errors import HTTP_STATUS, HostcoreError
-from hostcore.host.uploads import TicketRefused, unknown_ticket
+from hostcore.errors import HTTP_STATUS, HostcoreError, TicketRefused
+from hostcore.host.uploads import unknown_ticket
 from hostcore.mcp.transport import authenticate, check_origin, host_of
 from hostcore.service.attachments import UPLOAD_FIELD, too_large
 
