@@ -248,3 +248,39 @@ def test_events_fire_after_writes(host, wiki):
     first = wiki.save_page("notes/ev", body="x")
     wiki.delete_page("notes/ev")
     assert seen == [("saved", "notes/ev", None, "tester"), ("deleted", "notes/ev", first["hash"], "delete_page: notes/ev")]
+
+
+# --- the shape of the service ---------------------------------------------------------------
+
+
+def defined_in_several_families(wiki_class: type) -> dict[str, list[str]]:
+    """Names (operations, helpers, constants) that more than one class of ``wiki_class``'s bases defines."""
+    owners: dict[str, list[str]] = {}
+    for cls in wiki_class.__mro__:
+        if cls is object:
+            continue
+        for name in vars(cls):
+            if not name.startswith("__"):
+                owners.setdefault(name, []).append(cls.__name__)
+    return {name: classes for name, classes in owners.items() if len(classes) > 1}
+
+
+def test_no_family_overrides_another():
+    """Each operation and helper of Wiki is defined in one family only, so the order of its bases
+    changes nothing and a method does what its own module says (no super() chain to follow)."""
+    from hostcore.service.wiki import Wiki
+
+    assert defined_in_several_families(Wiki) == {}
+
+
+def test_the_override_check_finds_an_override():
+    from hostcore.service.pages import PagesMixin
+
+    class Shadow(PagesMixin):
+        def read_page(self, *args, **kwargs):
+            return super().read_page(*args, **kwargs)
+
+    class Shaped(Shadow, PagesMixin):
+        pass
+
+    assert defined_in_several_families(Shaped) == {"read_page": ["Shadow", "PagesMixin"]}

@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import files_folder
-from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
+from hostcore.domain.pages import Page, check_namespace, check_portable, check_slug, namespace_of, namespace_path, page_path
 from hostcore.domain.principal import Principal
 from hostcore.errors import Conflict, NotFound, RateLimited, TooLarge, Unavailable, ValidationError
 from hostcore.indexes.indexer import catch_up_graph
@@ -72,6 +73,21 @@ class WikiBase:
         check_slug(slug, field)
         self.principal.require_namespace(namespace_of(slug), field)
         return slug
+
+    def _scope(self, query: str, namespace: str | None, limit: int, max_limit: int) -> frozenset[str] | None:
+        """The namespaces a search of the caller covers (None: all); checks query, namespace and limit."""
+        if not query.strip():
+            raise ValidationError("is empty; give words to search for", field="query")
+        if not 1 <= limit <= max_limit:
+            raise ValidationError(f"must be between 1 and {max_limit}", field="limit")
+        if namespace is None:
+            return self.principal.namespaces
+        check_namespace(namespace, "namespace")
+        self.principal.require_namespace(namespace, "namespace")
+        return frozenset({namespace})
+
+    def page_url(self, slug: str) -> str:
+        return f"{self.host.config['PUBLIC_URL'].rstrip('/')}/{quote(slug)}"
 
     def _load(self, slug: str) -> Page:
         try:
