@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore.ratelimits")
 
 KINDS = {
-    "requests": "MCP requests with an accepted token (initialize and tools/list included); over it: HTTP 429",
+    "requests": "HTTP requests: MCP with an accepted token (initialize and tools/list included), web pages, files and "
+    "uploads (a visitor and an upload by address); over it: HTTP 429",
     "writes": "calls that change the wiki (a save, edit, delete, move, rename, restore); over it: a rate_limited tool error",
     "registrations": "OAuth client registrations (RFC 7591) per client address, not per principal; over it: HTTP 429",
 }

@@ -1,7 +1,8 @@
 """The service layer's entry point: :class:`Wiki`, the wiki as one principal may see and change it.
 
 A :class:`Wiki` is bound to one principal. MCP tools, web views and CLI commands call its
-methods; none of them checks access, validates input or compares hashes on its own. Each family of
+methods; none of them checks access, validates input or compares hashes on its own (what they
+may let through at all, and how often, is :mod:`hostcore.service.policy`'s). Each family of
 operations is a mixin in a module of its own over :class:`~hostcore.service.base.WikiBase`, and
 methods return the TypedDicts of the tool contract's results and raise ``hostcore.errors``.
 
