@@ -1,8 +1,9 @@
 """The storage seam: a small base class every backend implements.
 
 A backend stores files (bytes) at relative POSIX paths. Pages are ``<slug>.md``, namespace
-settings ``<namespace>/.namespace.yaml``. The base class checks paths; a backend implements four
-methods. Every write goes through :meth:`Storage.apply`, which is atomic and compare-and-set: each
+settings ``<namespace>/.namespace.yaml``. A backend implements three methods (``read``, ``list``,
+``apply``; ``hash`` too where that is cheaper than reading) and checks every path it is given with
+:func:`check_path`; the base class derives the rest. Every write goes through :meth:`Storage.apply`, which is atomic and compare-and-set: each
 operation names the hash it expects to replace, and either every expectation holds and every
 operation lands (one commit, for backends with history) or nothing changes and
 :class:`~hostcore.errors.Conflict` is raised with the current hash.

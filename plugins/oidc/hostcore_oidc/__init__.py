@@ -61,8 +61,8 @@ def _loopback(host: str | None) -> bool:
 def providers(host: Any) -> dict[str, dict[str, Any]]:
     """Every configured provider's settings, checked, with defaults. Raises StartupError naming
     each problem (``PLUGIN_CONFIG.oidc.providers.<id>.<key>``) and its fix."""
-    if "oidc-providers" in host.state:
-        return host.state["oidc-providers"]
+    if "oidc.providers" in host.state:
+        return host.state["oidc.providers"]
     table = host.plugin_config("oidc").get("providers")
     where = "PLUGIN_CONFIG.oidc.providers"
     if not isinstance(table, dict) or not table:
@@ -112,7 +112,7 @@ def providers(host: Any) -> dict[str, dict[str, Any]]:
         found[pid] = settings
     if problems:
         raise StartupError("; ".join(problems), problems=problems)
-    host.state["oidc-providers"] = found
+    host.state["oidc.providers"] = found
     return found
 
 
