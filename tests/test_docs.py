@@ -4,7 +4,9 @@ every tool is documented; the examples of docs/writing_plugins.md run as written
 
 import ast
 import inspect
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pluggy
@@ -163,10 +165,56 @@ def test_the_layers_table_names_every_module_of_each_layer():
     assert sorted(unnamed) == []
 
 
+FIGURE = re.compile(
+    r"\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns)\b"  # durations
+    r"|\bp(?:50|90|95|99)\b"  # percentiles
+    r"|\b\d[\d,.]*\s?(?:writes|saves|requests|reads|calls|pages|queries|commits)/s\b"  # rates
+    r"|\b\d+(?:\.\d+)?\s?%"  # gains
+    r"|\b\d+\.\d+\s?s\b"  # fractions of a second
+    r"|\b(?:about|around|roughly|under|over) (?:a|one) (?:micro|milli)second\b"
+    r"|\b(?:\d+|two|three|four|five|ten|twenty|fifty|a hundred)\s?(?:x|times) (?:faster|slower|dearer|cheaper|more|less|fewer)\b",
+    re.IGNORECASE,
+)
+"""What a benchmark figure in prose looks like: a measured duration, percentile, rate, gain or ratio."""
+
+
+def comments_and_docstrings(path: Path) -> list[tuple[int, str]]:
+    source = path.read_text()
+    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                found.append((node.body[0].lineno, doc))
+    return found
+
+
+def benchmark_figures(paths: list[Path], root: Path = ROOT) -> list[str]:
+    return [
+        f"{path.relative_to(root)}:{line}: {match.group()!r}"
+        for path in paths
+        for line, text in comments_and_docstrings(path)
+        for match in FIGURE.finditer(text)
+    ]
+
+
 def code_files() -> list[Path]:
     """The modules of hostcore and of every plugin, tests left out."""
     found = [*(ROOT / "hostcore").rglob("*.py"), *ROOT.glob("plugins/*/hostcore_*/**/*.py")]
     return sorted(p for p in found if "tests" not in p.relative_to(ROOT).parts)
+
+
+def test_no_benchmark_figures_in_code_comments():
+    """Figures go stale in code: they live in bench/ output and the docs; a comment says why."""
+    assert benchmark_figures(code_files()) == []
+
+
+def test_the_figure_check_finds_figures(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""Fast: p95 fell from 186 to 57 ms."""\n\nX = 1  # 12% more saves/s, 0.3 s at start; 1 s timeout\n')
+    assert benchmark_figures([sample], tmp_path) == [
+        "sample.py:3: '12%'", "sample.py:3: '0.3 s'", "sample.py:1: 'p95'", "sample.py:1: '57 ms'"
+    ]
 
 
 def state_keys(path: Path) -> set[str]:

@@ -84,10 +84,10 @@ def limit_problems(value: Any, where: str) -> list[str]:
 
 @functools.cache
 def quiet_memory_storage() -> type[MemoryStorage]:
-    """``limits``' memory storage without its expiry thread, which it starts (a 0.01 s
-    ``threading.Timer``) on every hit after an idle moment: 0.25 ms a request on a loaded machine,
-    against 0.003 ms for the count itself. Instead each hit trims its key's list to the limit (the
-    older entries are never consulted), so memory stays bounded by principals x limit."""
+    """``limits``' memory storage without its expiry thread, which it starts (a short
+    ``threading.Timer``) on every hit after an idle moment: on a loaded machine starting that
+    thread costs far more than the count itself (``bench/rate_limits.py``). Instead each hit trims its key's list to the limit
+    (the older entries are never consulted), so memory stays bounded by principals x limit."""
     from limits.storage import MemoryStorage
 
     class QuietMemoryStorage(MemoryStorage):

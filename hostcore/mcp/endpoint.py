@@ -9,7 +9,7 @@ there and held open, since nothing sends them an ASGI lifespan.
 
 Answers are plain JSON, except a call to an async tool, resource or prompt (which may stream
 notifications through ``ctx``): that one is answered as an SSE stream on the same response. An SSE
-answer costs the SDK a task group and two memory streams: about 0.6 ms of CPU a call.
+answer costs the SDK a task group and two memory streams a call, which a JSON answer does not.
 """
 
 from __future__ import annotations
@@ -292,8 +292,8 @@ class McpEndpoint:
 
         A sync function, a write too, runs on the loop itself: the loop is this request's own
         (one per gunicorn thread, see :mod:`hostcore.mcp.bridge`), so nothing else waits for it,
-        while a hop to a worker thread and back costs CPU for nothing (about 0.8 ms per save
-        under 64 concurrent writers, in thread hand-offs and wake-ups).
+        while a hop to a worker thread and back costs CPU for nothing (thread hand-offs and
+        wake-ups, which add up under many concurrent writers).
         """
         kwargs = obj.bind(arguments, wiki=self.host.wiki(principal), host=self.host, principal=principal, ctx=ctx)
         if inspect.iscoroutinefunction(obj.fn):
