@@ -51,7 +51,6 @@ from hostcore import SYSTEM, Embedder, Put, Vectors, create_app, hookimpl, unit_
 from hostcore.host.host import Host
 from hostcore.indexes.passages import MODES, RRF_K, Kind, Near, split_passages
 from hostcore.seams.storage import Change
-from hostcore.service.search import SearchMixin
 
 K = 5
 FLOORS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
@@ -146,7 +145,7 @@ def quality(folder: Path, embedder: str) -> None:
                 ]
                 figures.append(recall(ranked, names))
             # pages: the search backend alone, meaning alone, both fused, and the search tool as it runs
-            pages_kw = [[h["slug"].split("/")[1] for h in SearchMixin.search(wiki, q, limit=20)["hits"]] for q in queries]
+            pages_kw = [[h["slug"].split("/")[1] for h in wiki.search(q, limit=20)["hits"]] for q in queries]
             pages_mn = [
                 [
                     n.slug.split("/")[1]

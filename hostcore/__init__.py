@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         CSP,
         LOGIN_PATH,
         LOGOUT_PATH,
+        admit_page,
         check_csrf,
         csrf_token,
         current_session,
@@ -127,7 +128,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
     "hostcore.browser.sessions": (
-        "CSP", "LOGIN_PATH", "LOGOUT_PATH", "check_csrf", "csrf_token", "current_session", "end_session",
+        "CSP", "LOGIN_PATH", "LOGOUT_PATH", "admit_page", "check_csrf", "csrf_token", "current_session", "end_session",
         "end_sessions", "login_redirect", "person", "safe_next", "sessions_of", "sign_in", "sign_out",
     ),
 }
@@ -208,6 +209,7 @@ __all__ = [
     "ValidationError",
     "Vectors",
     "__version__",
+    "admit_page",
     "attachment_url",
     "blob_hash",
     "check_csrf",

@@ -110,14 +110,15 @@ def serving_app(
 ) -> Flask:
     """The app a server process serves (``hostcore serve``'s workers, ``wsgi.py``): :func:`create_app`,
     then the garbage collector tuned for serving: the heap made so far (modules, plugins, the host)
-    frozen out of its full passes, which otherwise walk it again every few thousand allocations (a page render makes
-    many): a 100 KB page's render p95 fell from 186 to 57 ms (``bench/web_render.py --no-freeze``)."""
+    frozen out of its full passes, which otherwise walk it again every few thousand allocations (a
+    page render makes many), so big pages render in a fraction of the time (``bench/web_render.py
+    --no-freeze`` measures the difference)."""
     app = create_app(instance_path=instance_path, defaults=defaults, private=private)
     gc.freeze()
     # A request allocates a few thousand containers (JSON, the SDK's models) that die with it:
     # Python's default of a young collection every 700 survivors ran several per request. At
-    # 10,000 (and full passes a little rarer), 64 writers went from 124-138 to 138-148 writes/s
-    # and p99 from 0.93-1.0 s to 0.63-0.77 s (bench/concurrent_writers.py, quiet machine).
+    # 10,000 (and full passes a little rarer) concurrent writers save more a second and wait less
+    # at the tail (bench/concurrent_writers.py measures both).
     gc.set_threshold(10_000, 20, 20)
     return app
 

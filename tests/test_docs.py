@@ -2,8 +2,11 @@
 it (``test_hook_<name>``), the way datasette's ``tests/test_docs.py`` holds its hooks to their docs;
 every tool is documented; the examples of docs/writing_plugins.md run as written."""
 
+import ast
 import inspect
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pluggy
@@ -126,3 +129,184 @@ def test_backend_settings_example_checks_and_defaults(tmp_path):
         Bucket(tmp_path, {"timeout": "soon"})
     with pytest.raises(ConfigError, match="has no setting 'verfiy'; did you mean 'verify'"):
         Bucket(tmp_path, {"verfiy": False})
+
+
+# --- what the docs say about the code, checked against the code ------------------------------
+
+
+def named_paths(doc: str) -> set[str]:
+    """Repository paths a doc names (``hostcore/...``, ``plugins/...``, ``tests/...``, ``bench/...``,
+    ``docs/...``), placeholders such as ``plugins/<name>/`` left out."""
+    found = re.findall(r"(?<![\w/.-])((?:hostcore|plugins|tests|bench|docs)/[\w./-]*[\w/])", doc)
+    return {path for path in found if "<" not in path}
+
+
+def test_every_path_the_architecture_names_exists():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    paths = named_paths(doc)
+    assert len(paths) > 20, paths
+    assert sorted(p for p in paths if not (ROOT / p).exists()) == []
+
+
+def layer_rows(doc: str) -> dict[str, str]:
+    """Folder -> what its row of the layers table says lives there."""
+    return dict(re.findall(r"^\| [^|]+ \| `(hostcore/[\w/]+/)` \| (.*?) \| [^|]+ \|$", doc, re.M))
+
+
+def test_the_layers_table_names_every_module_of_each_layer():
+    rows = layer_rows((ROOT / "docs" / "architecture.md").read_text())
+    assert {"hostcore/service/", "hostcore/mcp/", "hostcore/seams/", "hostcore/indexes/"} <= set(rows), rows
+    unnamed = {
+        f"{folder}{path.stem}"
+        for folder, what in rows.items()
+        for path in (ROOT / folder).glob("*.py")
+        if path.stem != "__init__" and f"`{path.stem}`" not in what and f"`{path.name}`" not in what
+    }
+    assert sorted(unnamed) == []
+
+
+FIGURE = re.compile(
+    r"\b\d+(?:\.\d+)?\s?(?:ms|µs|us|ns)\b"  # durations
+    r"|\bp(?:50|90|95|99)\b"  # percentiles
+    r"|\b\d[\d,.]*\s?(?:writes|saves|requests|reads|calls|pages|queries|commits)/s\b"  # rates
+    r"|\b\d+(?:\.\d+)?\s?%"  # gains
+    r"|\b\d+\.\d+\s?s\b"  # fractions of a second
+    r"|\b(?:about|around|roughly|under|over) (?:a|one) (?:micro|milli)second\b"
+    r"|\b(?:\d+|two|three|four|five|ten|twenty|fifty|a hundred)\s?(?:x|times) (?:faster|slower|dearer|cheaper|more|less|fewer)\b",
+    re.IGNORECASE,
+)
+"""What a benchmark figure in prose looks like: a measured duration, percentile, rate, gain or ratio."""
+
+
+def comments_and_docstrings(path: Path) -> list[tuple[int, str]]:
+    source = path.read_text()
+    found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                found.append((node.body[0].lineno, doc))
+    return found
+
+
+def benchmark_figures(paths: list[Path], root: Path = ROOT) -> list[str]:
+    return [
+        f"{path.relative_to(root)}:{line}: {match.group()!r}"
+        for path in paths
+        for line, text in comments_and_docstrings(path)
+        for match in FIGURE.finditer(text)
+    ]
+
+
+def code_files() -> list[Path]:
+    """The modules of hostcore and of every plugin, tests left out."""
+    found = [*(ROOT / "hostcore").rglob("*.py"), *ROOT.glob("plugins/*/hostcore_*/**/*.py")]
+    return sorted(p for p in found if "tests" not in p.relative_to(ROOT).parts)
+
+
+def test_no_benchmark_figures_in_code_comments():
+    """Figures go stale in code: they live in bench/ output and the docs; a comment says why."""
+    assert benchmark_figures(code_files()) == []
+
+
+def test_the_figure_check_finds_figures(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""Fast: p95 fell from 186 to 57 ms."""\n\nX = 1  # 12% more saves/s, 0.3 s at start; 1 s timeout\n')
+    assert benchmark_figures([sample], tmp_path) == [
+        "sample.py:3: '12%'", "sample.py:3: '0.3 s'", "sample.py:1: 'p95'", "sample.py:1: '57 ms'"
+    ]
+
+
+def state_keys(path: Path) -> set[str]:
+    """Literal keys of ``<something>.state[...]``, ``.state.get/setdefault/pop(...)`` in a module
+    (module-level string constants resolved)."""
+    tree = ast.parse(path.read_text())
+    constants = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+    def literal(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+    keys = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "state":
+            keys.add(literal(node.slice))
+        if (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "setdefault", "pop")
+            and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "state" and node.args
+        ):  # fmt: skip
+            keys.add(literal(node.args[0]))
+    return {k for k in keys if k is not None}
+
+
+def plugin_of(path: Path) -> str:
+    """The name the plugin holding ``path`` is listed by in PLUGINS (its entry point in the
+    ``hostcore`` group); "hostcore" for the core."""
+    parts = path.relative_to(ROOT).parts
+    if parts[0] == "hostcore":
+        return "hostcore"
+    found = re.search(r"^hostcore =\n\s+(\S+) = ", (ROOT / parts[0] / parts[1] / "setup.cfg").read_text(), re.M)
+    assert found, path
+    return found.group(1)
+
+
+def test_plugins_keep_state_in_slots_as_the_docs_say():
+    """Both plugin docs send a plugin's state to a ``hostcore.Slot`` and neither to ``host.state``
+    (a bag of string keys plugins could collide in); no plugin uses it, and the core's keys start
+    with "hostcore"."""
+    for doc in ("plugin_hooks.md", "writing_plugins.md"):
+        text = (ROOT / "docs" / doc).read_text()
+        assert "hostcore.Slot" in text and "host.slot(" in text and "host.state" not in text, doc
+    wrong = [
+        f"{path.relative_to(ROOT)}: {key!r}"
+        for path in code_files()
+        for key in state_keys(path)
+        if plugin_of(path) != "hostcore" or not key.startswith("hostcore")
+    ]
+    assert wrong == []
+
+
+def service_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Over the service layer's modules: method -> the ``self.`` methods it calls, and event -> the
+    methods that notify it."""
+    calls: dict[str, set[str]] = {}
+    sends: dict[str, set[str]] = {}
+    for path in (ROOT / "hostcore" / "service").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for call in ast.walk(node):
+                if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+                    continue
+                if isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+                    calls.setdefault(node.name, set()).add(call.func.attr)
+                if call.func.attr == "notify" and call.args and isinstance(call.args[0], ast.Constant):
+                    sends.setdefault(call.args[0].value, set()).add(node.name)
+    return calls, sends
+
+
+def operations_sending(event: str) -> set[str]:
+    """The public service operations that can send ``event``, directly or through helpers."""
+    calls, sends = service_calls()
+    reaching, grew = set(sends.get(event, ())), True
+    while grew:
+        more = {caller for caller, called in calls.items() if called & reaching} - reaching
+        reaching |= more
+        grew = bool(more)
+    return {name for name in reaching if not name.startswith("_")}
+
+
+@pytest.mark.parametrize("event", ["page_saved", "page_deleted", "page_moved"])
+def test_each_page_event_names_every_operation_that_sends_it(event):
+    doc = (ROOT / "docs" / "plugin_hooks.md").read_text()
+    section = doc.split(f"\n## {event}\n", 1)[1].split("\n## ", 1)[0]
+    senders = operations_sending(event)
+    assert senders, event
+    assert sorted(name for name in senders if not re.search(rf"\b{name}\b", section)) == []

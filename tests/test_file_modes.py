@@ -54,6 +54,7 @@ def call(base: str, token: str, tool: str, arguments: dict[str, Any]) -> dict[st
     return result["structuredContent"]
 
 
+@pytest.mark.serve
 def test_an_instance_made_and_served_under_umask_022_is_private(tmp_path: Path, umask_022: None) -> None:
     instance = tmp_path / "instance"
     testing.cli(instance, "init")

@@ -3,6 +3,7 @@ layer, the requests limit at the transport, and the settings."""
 
 from __future__ import annotations
 
+import io
 import logging
 import time
 from collections.abc import Iterator
@@ -188,6 +189,48 @@ def test_each_message_of_a_batch_counts_as_a_request(tmp_path):
     over = client.post("/_/mcp", json=pings, headers=headers)  # its first message is the third request, its second the fourth
     assert over.status_code == 429 and over.json["error"]["message"].startswith("Too many requests: ann may make 3 per minute")
     app.extensions["hostcore"].close()
+
+
+def test_file_downloads_count_with_mcp_requests_and_uploads_by_address(tmp_path):
+    """GET /_/files counts against the same per-principal requests limit as MCP; an upload URL is
+    the credential, so POST /_/upload counts by the client's address."""
+    app = create_app(
+        {**BASE_CONFIG, "RATE_LIMITS": {"requests": "2/minute"}}, instance_path=tmp_path / "instance", plugins=[BearerIsName()]
+    )
+    host = app.extensions["hostcore"]
+    host.wiki(SYSTEM).save_namespace("notes", title="Notes")
+    host.wiki(SYSTEM).save_page("notes/a", body="x")
+    ticket = host.wiki(SYSTEM).upload_attachment("notes/a", "a.txt")
+    host.wiki(SYSTEM).complete_upload(ticket["upload_url"].rsplit("/", 1)[1], b"hello")
+    client = app.test_client()
+    ann = {"Authorization": "Bearer ann"}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    mcp = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25", **ann}
+    assert client.post("/_/mcp", json=ping, headers=mcp).status_code == 200
+    assert client.get("/_/files/notes/a/a.txt", headers=ann).data == b"hello"
+    over = client.get("/_/files/notes/a/a.txt", headers=ann)
+    assert over.status_code == 429 and 59 <= int(over.headers["Retry-After"]) <= 60
+    assert over.json["error"]["code"] == "rate_limited" and over.json["error"]["message"].startswith(
+        "Too many requests: ann may make 2 per minute; retry after "
+    )
+    assert client.get("/_/files/notes/a/a.txt", headers={"Authorization": "Bearer bob"}).status_code == 200
+
+    uploads = [client.post("/_/upload/no-such-ticket", data={"file": (io.BytesIO(b"x"), "a.txt")}) for _ in range(3)]
+    assert [u.status_code for u in uploads] == [404, 404, 429]  # an unknown upload URL, twice, then over the limit
+    assert uploads[2].json["error"]["message"].startswith("Too many requests: address 127.0.0.1 may make 2 per minute")
+    other = app.test_client()
+    other.environ_base["REMOTE_ADDR"] = "192.0.2.7"
+    assert other.post("/_/upload/no-such-ticket", data={"file": (io.BytesIO(b"x"), "a.txt")}).status_code == 404
+    host.close()
+
+
+@pytest.mark.parametrize("path", ["/_/files/notes/a/a.txt", "/_/upload/no-such-ticket"])
+def test_file_routes_refuse_a_foreign_host_or_origin_as_mcp_does(app, path):
+    client = app.test_client()
+    method = client.get if path.startswith("/_/files") else client.post
+    assert method(path, headers={"Host": "evil.example"}).status_code == 421
+    refused = method(path, headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403 and refused.json["error"]["message"].startswith("Origin 'https://evil.example' is not allowed")
 
 
 # --- settings ---------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ def start(instance: Path) -> Host:
     return create_app(instance_path=instance).extensions["hostcore"]
 
 
+@pytest.mark.redis
+@pytest.mark.serve
 def test_a_redis_that_keeps_nothing_is_refused_unless_the_operator_accepts_it(tmp_path: Path) -> None:
     with redis_server(persistent=False) as srv:
         instance = instance_on(tmp_path, srv)
@@ -59,6 +61,7 @@ def test_a_redis_that_keeps_nothing_is_refused_unless_the_operator_accepts_it(tm
         assert "keeps nothing on disk (appendonly no, save ''); accepted (REDIS_REQUIRE_PERSISTENCE = false)" in checked.stdout
 
 
+@pytest.mark.redis
 def test_a_redis_that_will_not_say_is_named_and_may_be_vouched_for(tmp_path: Path) -> None:
     with redis_server() as srv:
         redis_py.Redis.from_url(srv.url).execute_command("ACL", "SETUSER", "default", "-config")  # as managed services do
@@ -71,6 +74,7 @@ def test_a_redis_that_will_not_say_is_named_and_may_be_vouched_for(tmp_path: Pat
         start(instance).close()
 
 
+@pytest.mark.redis
 def test_records_survive_a_redis_restart_and_a_backup_brings_them_back_after_a_loss(tmp_path: Path) -> None:
     with redis_server() as srv:
         instance = instance_on(tmp_path, srv)

@@ -152,7 +152,7 @@ def holding(cookie, app):
     return other
 
 
-@pytest.mark.parametrize("shared", ["sqlite", "redis"])
+@pytest.mark.parametrize("shared", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def test_signing_out_ends_the_session_for_every_copy_of_its_cookie(tmp_path, shared):
     """Two workers of one machine (shared.sqlite), or two hosts of one REDIS_URL: a copy of the
     cookie works on the other until the session signs out, then opens nothing there either."""

@@ -1,5 +1,9 @@
 """The service layer, on a real instance folder with the fs storage."""
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
 from hostcore import Conflict, Forbidden, InsufficientScope, NotFound, ValidationError
@@ -248,3 +252,85 @@ def test_events_fire_after_writes(host, wiki):
     first = wiki.save_page("notes/ev", body="x")
     wiki.delete_page("notes/ev")
     assert seen == [("saved", "notes/ev", None, "tester"), ("deleted", "notes/ev", first["hash"], "delete_page: notes/ev")]
+
+
+# --- the shape of the service ---------------------------------------------------------------
+
+
+def defined_in_several_families(wiki_class: type) -> dict[str, list[str]]:
+    """Names (operations, helpers, constants) that more than one class of ``wiki_class``'s bases defines."""
+    owners: dict[str, list[str]] = {}
+    for cls in wiki_class.__mro__:
+        if cls is object:
+            continue
+        for name in vars(cls):
+            if not name.startswith("__"):
+                owners.setdefault(name, []).append(cls.__name__)
+    return {name: classes for name, classes in owners.items() if len(classes) > 1}
+
+
+def test_no_family_overrides_another():
+    """Each operation and helper of Wiki is defined in one family only, so the order of its bases
+    changes nothing and a method does what its own module says (no super() chain to follow)."""
+    from hostcore.service.wiki import Wiki
+
+    assert defined_in_several_families(Wiki) == {}
+
+
+def test_the_override_check_finds_an_override():
+    from hostcore.service.pages import PagesMixin
+
+    class Shadow(PagesMixin):
+        def read_page(self, *args, **kwargs):
+            return super().read_page(*args, **kwargs)
+
+    class Shaped(Shadow, PagesMixin):
+        pass
+
+    assert defined_in_several_families(Shaped) == {"read_page": ["Shadow", "PagesMixin"]}
+
+
+def writes_off_the_change_path(service: Path) -> list[str]:
+    """Functions of the service layer that call ``storage.apply`` without making their Change
+    through ``self._change`` (the writes limit and free-disk check of :mod:`hostcore.service.policy`)."""
+    found = []
+    for path in sorted(service.glob("*.py")):
+        if path.name == "migration.py":  # an import replays recorded changes as they were made
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            calls = {ast.unparse(call.func) for call in ast.walk(node) if isinstance(call, ast.Call)}
+            if any(c.endswith("storage.apply") for c in calls) and "self._change" not in calls:
+                found.append(f"{path.name}:{node.lineno} {node.name}")
+    return found
+
+
+def test_every_write_of_the_service_takes_the_change_path(tmp_path):
+    service = Path(__file__).resolve().parent.parent / "hostcore" / "service"
+    assert writes_off_the_change_path(service) == []
+    (tmp_path / "sneaky.py").write_text("def write(self, ops):\n    self.storage.apply(ops, None)\n")
+    assert writes_off_the_change_path(tmp_path) == ["sneaky.py:1 write"]
+
+
+DECIDING = re.compile(r"\.(require|has_scope|can_access|require_namespace|spend)\(|\blimiter\.")
+
+
+def deciding_outside_the_policy(root: Path, folders: tuple[str, ...]) -> list[str]:
+    """Lines of the core's adapters that check a scope or a namespace, or count against a limit,
+    themselves instead of asking :mod:`hostcore.service.policy` (and the service)."""
+    found = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if DECIDING.search(line.split("#", 1)[0]):
+                    found.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return found
+
+
+def test_the_core_adapters_leave_access_and_limits_to_the_policy(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    assert deciding_outside_the_policy(root, ("hostcore/mcp", "hostcore/browser", "hostcore/http", "hostcore/cli")) == []
+    (tmp_path / "hostcore" / "mcp").mkdir(parents=True)
+    (tmp_path / "hostcore" / "mcp" / "view.py").write_text("def view(principal):\n    principal.require('write')\n")
+    assert deciding_outside_the_policy(tmp_path, ("hostcore/mcp",)) == ["hostcore/mcp/view.py:2: principal.require('write')"]

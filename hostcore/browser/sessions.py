@@ -13,6 +13,8 @@
   bearer token (scripts and ``curl``).
 - :func:`csrf_token` / :func:`check_csrf`: every form that changes something carries the token.
 - :func:`safe_next`: redirects after sign-in go only to a path on this site.
+- :func:`admit_page`: a page refuses a foreign ``Host`` or ``Origin`` and counts against the
+  caller's ``requests`` limit, as the MCP endpoint and the file routes do.
 - HTML responses get a content security policy, anti-framing and no-sniff headers.
 """
 
@@ -24,14 +26,15 @@ import logging
 import secrets
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, urlsplit
 
-from flask import Flask, Response, g, has_request_context, jsonify, redirect, request, session
+from flask import Flask, Response, abort, current_app, g, has_request_context, jsonify, redirect, request, session
 from markupsafe import escape
 
 from hostcore.domain.principal import Principal
-from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited, Unauthorized
+from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited, Unauthorized, Unavailable
+from hostcore.service.policy import origin_allowed, refusal, spend_request
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -53,11 +56,7 @@ CSP = (
 
 
 def host_of() -> Host:
-    # imported here: `import hostcore` (which every plugin and the extraction subprocess does)
-    # must not load the MCP SDK, 0.5 s of imports
-    from hostcore.mcp.transport import host_of as current_host
-
-    return current_host()
+    return cast("Host", current_app.extensions["hostcore"])
 
 
 def secret_key(host: Host) -> str:
@@ -98,17 +97,42 @@ def install(app: Flask, host: Host) -> None:
 def error_page(exc: HostcoreError) -> Response:
     """A HostcoreError raised by a plugin's page: its HTTP status, as a small HTML page for a
     browser and as ``{"error": {...}}`` for anything else."""
-    status = HTTP_STATUS.get(exc.code, 400)
-    if request.accept_mimetypes.accept_html and not request.accept_mimetypes.accept_json:
-        body = (f"<!doctype html><title>{status}</title><h1>{status}</h1>"
-                f"<p>{escape(str(exc))}</p><p><a href=\"/\">Home</a></p>")  # fmt: skip
-        response = Response(body, status, mimetype="text/html")
-    else:
-        response = jsonify({"error": exc.to_dict()})
-        response.status_code = status
+    response = _error_response(HTTP_STATUS.get(exc.code, 400), str(exc), exc.to_dict())
     if isinstance(exc, RateLimited) and exc.data.get("retry_after"):
         response.headers["Retry-After"] = str(exc.data["retry_after"])
     return response
+
+
+def _error_response(status: int, message: str, error: dict[str, Any]) -> Response:
+    if request.accept_mimetypes.accept_html and not request.accept_mimetypes.accept_json:
+        body = (f"<!doctype html><title>{status}</title><h1>{status}</h1>"
+                f"<p>{escape(message)}</p><p><a href=\"/\">Home</a></p>")  # fmt: skip
+        return Response(body, status, mimetype="text/html")
+    response = jsonify({"error": error})
+    response.status_code = status
+    return response
+
+
+def admit_page(host: Host | None = None, *, count: bool = True) -> None:
+    """Let this request reach a page only as every HTTP route of the wiki is reached
+    (:mod:`hostcore.service.policy`): a ``Host`` the wiki does not serve is refused with 421, a
+    foreign ``Origin`` with 403 (``Origin: null`` goes on to :func:`check_csrf`), and, when
+    ``count``, the request counts against the caller's ``requests`` limit: a person (session or
+    bearer token) by name, a visitor by address; over it, 429 with ``Retry-After``. Each refusal
+    is a small HTML page for a browser, ``{"error": {...}}`` for a program. Call it before a
+    page answers (a blueprint's ``before_request``); assets that are the same for everyone need
+    no ``count``."""
+    host = host or host_of()
+    refused = refusal(host, request.host, request.headers.get("Origin"), opaque_origin=True)
+    if refused is not None:
+        status, message = refused
+        abort(_error_response(status, message, {"code": "forbidden" if status == 403 else "misdirected", "message": message}))
+    if count:
+        try:
+            caller = person(host)
+        except Unavailable:  # who it is cannot be told: counted as a visitor, as pages read it
+            caller = None
+        spend_request(host, caller, request.remote_addr)
 
 
 def security_headers(response: Response) -> Response:
@@ -183,8 +207,20 @@ def _live_session(host: PluginHost, name: str) -> dict[str, Any] | None:
 def person(host: PluginHost | None = None) -> Principal | None:
     """Who is calling from a browser: the owner of a bearer token sent with the request, else the
     person signed in to this session (if its record is live and the ``find_person`` hook still
-    knows them), else None. Raises Unauthorized for a bearer token that is invalid."""
+    knows them), else None. Raises Unauthorized for a bearer token that is invalid. Asked once
+    a request (:func:`admit_page` counts the caller, then the page reads who it is): the answer is
+    kept until the credentials it came from change (a sign-in, a sign-out)."""
     host = host or host_of()
+    asked = (request.headers.get("Authorization"), session.get("person"), session.get("sid"))
+    known = g.get("hostcore_person")
+    if known is not None and known[0] == asked:
+        return cast("Principal | None", known[1])
+    found = _person(host)
+    g.hostcore_person = (asked, found)
+    return found
+
+
+def _person(host: Host) -> Principal | None:
     if request.headers.get("Authorization"):
         principal = host.pm.hook.authenticate(request=request, host=host)
         if principal is None:
@@ -253,8 +289,6 @@ def check_csrf(host: PluginHost | None = None) -> None:
     says where it comes from, an allowed Origin."""
     host = host or host_of()
     origin = request.headers.get("Origin")
-    from hostcore.mcp.transport import origin_allowed
-
     if origin and origin != "null" and not origin_allowed(host, origin):
         raise Forbidden(f"a form posted from {origin!r} is refused; post it from this site", field="Origin")
     sent = request.form.get("csrf_token", "")

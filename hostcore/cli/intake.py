@@ -4,7 +4,7 @@ gunicorn's gthread worker gives each new connection to a thread of its pool at o
 waits for the first byte, reads the head, and the application reads the body, each read waiting
 as long as the client likes; an answered request whose body was not read is drained for up to
 5 s. So connections that send a head and part of a body, with no token, held every thread of the
-worker: 64 of them against two workers of 16 threads made everyone else wait more than 15 s (the
+worker: as many of them as the workers have threads made everyone else wait for the drains (the
 401 was answered at once, the drain held the thread), and a body that never finished held its
 thread for as long as the client kept the connection open.
 

@@ -2,10 +2,10 @@
 
 gunicorn's workers share one listening socket, and whichever worker calls ``accept`` first takes a
 new connection: the busiest one, as it turns out, since its event loop is the one awake. A client
-keeps its keep-alive connection with that worker, so under 64 concurrent writers one worker held 46
-connections and the other 18, and the first one's clients waited about twice as long as the
-others: the wiki's p99 was theirs. (Closing connections now and then made it worse: the busy
-worker took the reconnections too, 64 to none.)
+keeps its keep-alive connection with that worker, so under many concurrent writers one worker held
+most of the connections and its clients waited longer than the others: the wiki's slowest answers
+were theirs. (Closing connections now and then made it worse: the busy worker took the
+reconnections too.)
 
 So each worker publishes how many connections it holds on a small board in memory it shares with
 its siblings (anonymous shared memory the master makes before it forks them; each worker gets a
@@ -112,9 +112,9 @@ class Worker(IntakeWorker):
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         """gthread's wait for events, shortened while this worker is held back: it learns that
         the others caught up only by looking at the board again, which it does after an event or
-        the wait's 1 s. With 64 clients connecting at once, both workers busy with their first
-        requests took the connections in turns of two, an event apart: the writers' first saves
-        took 680-770 ms (median; 410 ms with no balancing at all)."""
+        the wait's 1 s. With many clients connecting at once, both workers busy with their first
+        requests took the connections in turns of two, an event apart, and the writers' first
+        saves waited for those turns (``bench/concurrent_writers.py`` shows them)."""
         super().wait_for_and_dispatch_events(min(timeout, HELD_BACK_WAIT) if self._held_back else timeout)
 
     def run(self) -> None:
@@ -125,8 +125,8 @@ class Worker(IntakeWorker):
     def warm_threads(self) -> None:
         """Start the pool's threads now and have each make its own state (the MCP transport's
         event loop, see :func:`hostcore.app.warm_thread`) before the first connection, not on its
-        first request: with 64 writers starting at once, every thread of both workers met its
-        first request in the same second, the slowest of those saves being the wiki's p99."""
+        first request: with many writers starting at once, every thread of both workers met its
+        first request in the same second, and the slowest of those saves were the wiki's slowest."""
         from hostcore.app import warm_thread
 
         threads = self.cfg.threads

@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 from hostcore.domain.hashes import blob_hash
 from hostcore.errors import NotFound, ValidationError
 
-# libyaml when the wheel has it: ten times faster to parse front matter at start-up catch-up.
+# libyaml when the wheel has it: C parses front matter far faster at start-up catch-up.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 # Front matter is parsed and written several times per save (the save, then each index that

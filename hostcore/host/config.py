@@ -37,7 +37,7 @@ SETTINGS: dict[str, Setting] = {
     "PLUGIN_CONFIG": Setting(dict, {}, "a table of settings per plugin"),
     "PUBLIC_URL": Setting(str, "http://127.0.0.1:8080", "the URL clients use"),
     "ALLOWED_HOSTS": Setting(list, [], "more Host header values to serve"),
-    "ALLOWED_ORIGINS": Setting(list, [], "more browser origins allowed to call the MCP endpoint"),
+    "ALLOWED_ORIGINS": Setting(list, [], "more browser origins allowed to call the MCP endpoint and reach the pages"),
     "AUTHORIZATION_SERVERS": Setting(list, [], "OAuth authorization servers named in the protected-resource metadata"),
     "MAX_REQUEST_BYTES": Setting(int, 8 * 1024 * 1024, "request body limit"),
     "MAX_ATTACHMENT_BYTES": Setting(int, 25 * 1024 * 1024, "largest attachment an upload may carry"),

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore.ratelimits")
 
 KINDS = {
-    "requests": "MCP requests with an accepted token (initialize and tools/list included); over it: HTTP 429",
+    "requests": "HTTP requests: MCP with an accepted token (initialize and tools/list included), web pages, files and "
+    "uploads (a visitor and an upload by address); over it: HTTP 429",
     "writes": "calls that change the wiki (a save, edit, delete, move, rename, restore); over it: a rate_limited tool error",
     "registrations": "OAuth client registrations (RFC 7591) per client address, not per principal; over it: HTTP 429",
 }
@@ -83,10 +84,10 @@ def limit_problems(value: Any, where: str) -> list[str]:
 
 @functools.cache
 def quiet_memory_storage() -> type[MemoryStorage]:
-    """``limits``' memory storage without its expiry thread, which it starts (a 0.01 s
-    ``threading.Timer``) on every hit after an idle moment: 0.25 ms a request on a loaded machine,
-    against 0.003 ms for the count itself. Instead each hit trims its key's list to the limit (the
-    older entries are never consulted), so memory stays bounded by principals x limit."""
+    """``limits``' memory storage without its expiry thread, which it starts (a short
+    ``threading.Timer``) on every hit after an idle moment: on a loaded machine starting that
+    thread costs far more than the count itself (``bench/rate_limits.py``). Instead each hit trims its key's list to the limit
+    (the older entries are never consulted), so memory stays bounded by principals x limit."""
     from limits.storage import MemoryStorage
 
     class QuietMemoryStorage(MemoryStorage):

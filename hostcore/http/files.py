@@ -6,7 +6,9 @@ sandbox) does not hold the MCP client's bearer token. The ticket remembers who a
 the service checks that principal's access again when the file arrives.
 
 ``GET /_/files/<namespace>/<page>/<filename>`` (an ``attachment_url``) needs a bearer token, like
-the MCP endpoint, and the caller's access to the page. Files go out with headers that let no
+the MCP endpoint, and the caller's access to the page. Both routes refuse a foreign Host or Origin
+and count against the ``requests`` limit as the MCP endpoint does (an upload, whose URL is the
+credential, by the client's address): :mod:`hostcore.service.policy`. Files go out with headers that let no
 browser run script from them (:func:`hostcore.domain.attachments.serving_headers`).
 """
 
@@ -19,9 +21,10 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from hostcore.domain.attachments import UPLOAD_PATH, URL_PREFIX, serving_headers, split_attachment_url
 from hostcore.domain.principal import SYSTEM
-from hostcore.errors import HTTP_STATUS, HostcoreError, TicketRefused
+from hostcore.errors import HTTP_STATUS, HostcoreError, RateLimited, TicketRefused
 from hostcore.host.uploads import unknown_ticket
 from hostcore.mcp.transport import authenticate, check_origin, host_of
+from hostcore.service import policy
 from hostcore.service.attachments import UPLOAD_FIELD, too_large
 
 MULTIPART_SLACK = 64 * 1024  # room for the multipart envelope around a file of the largest size
@@ -32,6 +35,8 @@ bp = Blueprint("hostcore_files", __name__)
 def _error(exc: HostcoreError) -> Response:
     response = jsonify({"error": exc.to_dict()})
     response.status_code = exc.status if isinstance(exc, TicketRefused) else HTTP_STATUS.get(exc.code, 400)
+    if isinstance(exc, RateLimited):
+        response.headers["Retry-After"] = str(exc.data["retry_after"])
     return response
 
 
@@ -43,6 +48,7 @@ def upload(token: str) -> Any:
     host = host_of()
     limit = host.config["MAX_ATTACHMENT_BYTES"]
     try:
+        policy.spend_request(host, None, request.remote_addr)  # the URL is the credential: counted by address
         host.uploads.check(token)
         if request.content_length is not None and request.content_length > limit + MULTIPART_SLACK:
             raise too_large(request.content_length, limit)
@@ -83,10 +89,11 @@ def serve_file(rest: str) -> Any:
     principal = authenticate(host)
     if isinstance(principal, Response):
         return principal
-    target = split_attachment_url(URL_PREFIX + rest)
-    if target is None:
-        return _error(HostcoreError("give /_/files/<namespace>/<page>/<filename>", field="url"))
     try:
+        policy.spend_request(host, principal, request.remote_addr)
+        target = split_attachment_url(URL_PREFIX + rest)
+        if target is None:
+            raise HostcoreError("give /_/files/<namespace>/<page>/<filename>", field="url")
         data, media_type, digest = host.wiki(principal).attachment(*target)
     except HostcoreError as exc:
         return _error(exc)

@@ -230,10 +230,10 @@ class Follower:
     A save answers once storage has it, without waiting for the indexes: the next read catches up
     first, in whichever process, so what it answers is never older. Events that come while a
     catch-up runs, or within ``gap`` seconds of its start, are taken by the next one, in one pass
-    (one transaction or commit per index for all of them): under 64 writers a pass per save had
-    made a tantivy commit, with its segment files and threads, every few saves (server CPU 10.2 ms
-    a write; 8.7 with the gap). An event after a quiet spell is taken at once. An unreachable
-    storage is logged once.
+    (one transaction or commit per index for all of them): under many writers a pass per save had
+    made a tantivy commit, with its segment files and threads, every few saves, and the gap saves
+    the server that CPU (``bench/concurrent_writers.py``). An event after a quiet spell is taken at
+    once. An unreachable storage is logged once.
     """
 
     def __init__(self, host: Host, seconds: float = 0.0, gap: float = GAP_SECONDS) -> None:

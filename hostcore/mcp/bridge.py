@@ -2,9 +2,9 @@
 
 The SDK's Streamable HTTP transport is an ASGI app. Each gunicorn thread keeps an event loop of its
 own, stopped between requests, with its own instance of the transport, and runs one request on it
-to the end. Nothing crosses threads, so a call costs no wake-ups. Measured in-process on a 10 KB
-read_page: 2.1 ms with a shared loop thread and a queue between threads, 1.1 ms this way (a2wsgi,
-which synchronises every ASGI message across threads, was slower still).
+to the end. Nothing crosses threads, so a call costs no wake-ups: a shared loop thread with a
+queue between threads spent about as long handing a read_page over as running it, and a2wsgi,
+which synchronises every ASGI message across threads, more still.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """The MCP endpoint: the official SDK's Streamable HTTP transport, mounted inside Flask.
 
 Protocol handling (2026-07-28 and the 2025 revisions, JSON-RPC, header checks) is the SDK's.
-This module only lists the registered tools and calls them: it checks the scope, validates the
-arguments, runs the tool with the caller's service layer, and turns results and
+This module only lists the registered tools and calls them: it has the policy admit the caller to
+the tool's scope, validates the arguments, runs the tool with the caller's service layer, and turns results and
 ``hostcore.errors`` into MCP results. The SDK runs on an event loop of each gunicorn thread, made
 lazily after the fork (see :mod:`hostcore.mcp.bridge`); its session managers are entered by hand
 there and held open, since nothing sends them an ASGI lifespan.
 
 Answers are plain JSON, except a call to an async tool, resource or prompt (which may stream
 notifications through ``ctx``): that one is answered as an SSE stream on the same response. An SSE
-answer costs the SDK a task group and two memory streams: about 0.6 ms of CPU a call.
+answer costs the SDK a task group and two memory streams a call, which a JSON answer does not.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from hostcore.mcp import clients
 from hostcore.mcp.bridge import ThreadLoopBridge
 from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.tool import Tool
+from hostcore.service import policy
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -289,14 +290,14 @@ class McpEndpoint:
         )
 
     async def _invoke(self, obj: Tool | Resource | Prompt, ctx: Any, principal: Principal, arguments: dict[str, Any]) -> Any:
-        """Check the scope, inject what the function asks for, run it (a sync one on this loop).
+        """Inject what the function asks for and run it (a sync one on this loop); the caller
+        admitted the principal first (:func:`hostcore.service.policy.admit`).
 
         A sync function, a write too, runs on the loop itself: the loop is this request's own
         (one per gunicorn thread, see :mod:`hostcore.mcp.bridge`), so nothing else waits for it,
-        while a hop to a worker thread and back costs CPU for nothing (about 0.8 ms per save
-        under 64 concurrent writers, in thread hand-offs and wake-ups).
+        while a hop to a worker thread and back costs CPU for nothing (thread hand-offs and
+        wake-ups, which add up under many concurrent writers).
         """
-        principal.require(obj.scope)
         kwargs = obj.bind(arguments, wiki=self.host.wiki(principal), host=self.host, principal=principal, ctx=ctx)
         if inspect.iscoroutinefunction(obj.fn):
             return await obj.fn(**kwargs)
@@ -309,7 +310,7 @@ class McpEndpoint:
             return error_result(NotFound(f"no tool named {shown!r}; tools/list shows the tools", field="name"))
         try:
             principal = self._principal(ctx)
-            principal.require(t.scope)  # before parsing: a caller without the scope learns nothing more
+            policy.admit(principal, t.scope)  # before parsing: a caller without the scope learns nothing more
             result = await self._invoke(t, ctx, principal, t.parse(params.arguments))
         except HostcoreError as err:
             return error_result(err)
@@ -349,8 +350,10 @@ class McpEndpoint:
             args = r.match(uri)
             if args is None:
                 continue
+            principal = self._principal(ctx)
             try:
-                value = await self._invoke(r, ctx, self._principal(ctx), args)
+                policy.admit(principal, r.scope)
+                value = await self._invoke(r, ctx, principal, args)
             except HostcoreError as err:
                 raise MCPError(types.INVALID_PARAMS, str(err), data={"uri": uri, "code": err.code}) from None
             if isinstance(value, types.ReadResourceResult):
@@ -389,8 +392,10 @@ class McpEndpoint:
         unknown = set(arguments) - {a.name for a in p.arguments}
         if missing or unknown:
             raise MCPError(types.INVALID_PARAMS, f"prompt {p.name}: missing {missing or 'none'}, unknown {sorted(unknown) or 'none'}")
+        principal = self._principal(ctx)
         try:
-            value = await self._invoke(p, ctx, self._principal(ctx), arguments)
+            policy.admit(principal, p.scope)
+            value = await self._invoke(p, ctx, principal, arguments)
         except HostcoreError as err:
             raise MCPError(types.INVALID_PARAMS, str(err)) from None
         if isinstance(value, (types.GetPromptResult, types.InputRequiredResult)):

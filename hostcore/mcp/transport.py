@@ -8,56 +8,27 @@ import io
 import json
 from functools import partial
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from hostcore.domain.principal import SCOPES, Principal
-from hostcore.errors import Unauthorized
+from hostcore.errors import RateLimited, Unauthorized
 from hostcore.mcp import batches
 from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
+from hostcore.service import policy
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
-    from hostcore.seams.host import PluginHost
 
 MCP_PATH = "/_/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 HEALTH_PATH = "/_/health"
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 bp = Blueprint("hostcore_transport", __name__)
 
 
 def host_of(app: Any = None) -> Host:
     return (app or current_app).extensions["hostcore"]
-
-
-def _public(host: PluginHost) -> tuple[str, str]:
-    """(origin, host:port) of PUBLIC_URL."""
-    parts = urlsplit(host.config["PUBLIC_URL"])
-    return f"{parts.scheme}://{parts.netloc}", parts.netloc
-
-
-def _split_port(netloc: str) -> str:
-    if netloc.startswith("["):
-        return netloc.split("]")[0] + "]"
-    return netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
-
-
-def host_allowed(host: Host, value: str) -> bool:
-    allowed = set(host.config["ALLOWED_HOSTS"]) | {_public(host)[1]}
-    return value in allowed or _split_port(value) in LOOPBACK or _split_port(value) in allowed
-
-
-def origin_allowed(host: PluginHost, origin: str) -> bool:
-    public_origin, public_netloc = _public(host)
-    if origin in host.config["ALLOWED_ORIGINS"] or origin == public_origin:
-        return True
-    if _split_port(public_netloc) in LOOPBACK:
-        netloc = urlsplit(origin).netloc
-        return urlsplit(origin).scheme in ("http", "https") and _split_port(netloc) in LOOPBACK
-    return False
 
 
 def resource_url(host: Host) -> str:
@@ -72,14 +43,10 @@ def _json_error(status: int, message: str, headers: dict[str, str] | None = None
 
 
 def check_origin() -> Response | None:
-    """403 for a foreign Origin, 421 for a Host we do not serve (DNS rebinding)."""
-    host = host_of()
-    if not host_allowed(host, request.host):
-        return _json_error(421, f"Host {request.host!r} is not served here; add it to ALLOWED_HOSTS")
-    origin = request.headers.get("Origin")
-    if origin and not origin_allowed(host, origin):
-        return _json_error(403, f"Origin {origin!r} is not allowed; an operator can add it to ALLOWED_ORIGINS")
-    return None
+    """403 for a foreign Origin, 421 for a Host we do not serve (DNS rebinding): the policy's
+    :func:`~hostcore.service.policy.refusal`, answered as JSON."""
+    refused = policy.refusal(host_of(), request.host, request.headers.get("Origin"))
+    return _json_error(*refused) if refused is not None else None
 
 
 def _challenge(host: Host) -> str:
@@ -111,13 +78,14 @@ def step_up(host: Host, principal: Principal, data: bytes) -> Response | None:
         body = json.loads(data)
     except ValueError:
         return None  # the SDK answers the parse error
-    needed = set()
+    declared = set()
     for message in body if isinstance(body, list) else [body]:
         params = message.get("params") if isinstance(message, dict) and message.get("method") == "tools/call" else None
         name = params.get("name") if isinstance(params, dict) else None
         t = host.tools.get(name) if isinstance(name, str) else None
-        if t is not None and not principal.has_scope(t.scope):
-            needed.add(t.scope)
+        if t is not None:
+            declared.add(t.scope)
+    needed = policy.missing_scopes(principal, declared)
     if not needed:
         return None
     scope = " ".join(s for s in SCOPES if s in needed or s in principal.scopes)
@@ -168,14 +136,11 @@ def mcp_endpoint() -> Any:
 
 def _spend(host: Host, principal: Principal) -> Response | None:
     """Count one request against the caller's ``requests`` limit: None within it, else the 429."""
-    wait = host.spend("requests", principal)
-    if not wait:
-        return None
-    return _json_error(
-        429,
-        f"Too many requests: {principal.name} may make {host.limiter.describe('requests')}; retry after {wait} seconds",
-        {"Retry-After": str(wait)},
-    )
+    try:
+        policy.spend_request(host, principal, request.remote_addr)
+    except RateLimited as exc:
+        return _json_error(429, exc.message, {"Retry-After": str(exc.data["retry_after"])})
+    return None
 
 
 @bp.route(METADATA_PATH)

@@ -130,7 +130,8 @@ def recover_sqlite(
 
     Without ``error`` (start-up) the file is checked with ``PRAGMA quick_check``, unless it has
     not changed since it last passed (``NAME.checked`` records when): the check reads the whole
-    file (0.3 s for a search index of 50,000 pages), and every gunicorn worker starts the same way.
+    file (long for a big search index: ``bench/derived_check.py``), and every gunicorn worker starts
+    the same way.
     With ``error`` (a run-time error :func:`damaged` recognised, which quick_check may not see,
     e.g. inside an FTS5 table) it is set aside as it is, unless ``path`` is no longer the file
     ``opened`` (its :func:`file_id`): then another process has set it aside already. This runs

@@ -53,8 +53,8 @@ class Embedder(ABC):
     def load(self) -> None:
         """Load the model now, if not yet done in this process. A worker's passage thread calls it
         as the worker starts, before any request can need it: loading holds Python's interpreter
-        lock for a while (WordLlama's: about 0.4 s), which, left to the first save, stalled every
-        request of that worker under load. Nothing by default."""
+        lock for a while (a model's files are read and unpacked), which, left to the first save,
+        stalled every request of that worker under load. Nothing by default."""
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -4,7 +4,9 @@ The signature is the input schema (``Annotated[int, Field(ge=0, description=...)
 the return annotation (a TypedDict) is the output schema, the docstring is the description.
 Keyword-only parameters named ``wiki``, ``host``, ``principal`` or ``ctx`` are not arguments: the
 adapter injects them (``wiki`` is the service layer bound to the caller). A tool may be ``async``
-(it then runs on the event loop; keep it short) or plain (it runs in a worker thread).
+(awaited on the request's event loop; it may send notifications through ``ctx``, so its answer is
+an SSE stream) or plain (called inline on that same loop: each server thread has a loop of its
+own, so nothing else waits for it; :mod:`hostcore.mcp.endpoint`).
 """
 
 from __future__ import annotations

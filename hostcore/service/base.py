@@ -9,14 +9,16 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import files_folder
-from hostcore.domain.pages import Page, check_portable, check_slug, namespace_of, namespace_path, page_path
+from hostcore.domain.pages import Page, check_namespace, check_portable, namespace_path, page_path
 from hostcore.domain.principal import Principal
-from hostcore.errors import Conflict, NotFound, RateLimited, TooLarge, Unavailable, ValidationError
+from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
 from hostcore.indexes.indexer import catch_up_graph
 from hostcore.seams.storage import Change
+from hostcore.service import policy
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -53,25 +55,44 @@ class WikiBase:
         self.principal = principal
 
     def _change(self, tool: str, subject: str, *, counted: bool = True) -> Change:
-        """The Change a write records. Raises RateLimited when the principal is over its writes
-        limit (``counted``: this write spends one; a call's follow-on changes pass False), and
-        DiskFull when the disk has no room for it; either way before anything is written."""
-        wait = self.host.spend("writes", self.principal) if counted else 0
-        if wait:
-            raise RateLimited(
-                f"too many writes: {self.principal.name} may make {self.host.limiter.describe('writes')}; "
-                f"wait {wait} seconds, then try again (nothing was changed)",
-                retry_after=wait,
-            )
-        self.host.require_space()
-        client = f" via {self.principal.client}" if self.principal.client else ""
-        return Change(author=self.principal.name, message=f"{tool}: {subject}{client}")
+        """The Change a write records, made on the one change path (:func:`hostcore.service.policy.change`:
+        the writes limit, room on the disk). Raises RateLimited or DiskFull before anything is written."""
+        return policy.change(self.host, self.principal, tool, subject, counted=counted)
 
     def _access(self, scope: str, slug: str, field: str = "slug") -> str:
-        self.principal.require(scope)
-        check_slug(slug, field)
-        self.principal.require_namespace(namespace_of(slug), field)
-        return slug
+        return policy.require_page(self.principal, scope, slug, field)
+
+    def _scope(self, query: str, namespace: str | None, limit: int, max_limit: int) -> frozenset[str] | None:
+        """The namespaces a search of the caller covers (None: all); checks query, namespace and limit."""
+        if not query.strip():
+            raise ValidationError("is empty; give words to search for", field="query")
+        if not 1 <= limit <= max_limit:
+            raise ValidationError(f"must be between 1 and {max_limit}", field="limit")
+        if namespace is None:
+            return self.principal.namespaces
+        check_namespace(namespace, "namespace")
+        self.principal.require_namespace(namespace, "namespace")
+        return frozenset({namespace})
+
+    def may(self, scope: str, namespace: str | None = None) -> bool:
+        """Whether the caller holds ``scope`` (in ``namespace``, when given); see :func:`hostcore.service.policy.may`."""
+        return policy.may(self.principal, scope, namespace)
+
+    def require_in(self, scope: str, namespace: str, field: str = "namespace") -> None:
+        """Raise Forbidden unless the caller may use ``namespace``, then InsufficientScope unless it holds ``scope``."""
+        policy.require_in(self.principal, scope, namespace, field)
+
+    def browsing(self, client: str | None = None) -> Principal:
+        """The principal the caller reads as where public namespaces are open to anyone (the web
+        pages): its own namespaces and every public one, read only; a caller without the read
+        scope (a visitor) reads the public ones alone (:func:`hostcore.service.policy.browsing`)."""
+        public = frozenset(
+            name for name in self._namespace_names() if self._namespace_fields(name, ("public",)).get("public") is True
+        )
+        return policy.browsing(self.principal, public, client)
+
+    def page_url(self, slug: str) -> str:
+        return f"{self.host.config['PUBLIC_URL'].rstrip('/')}/{quote(slug)}"
 
     def _load(self, slug: str) -> Page:
         try:

@@ -1,35 +1,33 @@
-"""Finding documents: passages of attachments by keyword (and meaning), pages near a page.
+"""Finding documents: attachments' passages by their words (and, with an ``EMBEDDER``, their
+meaning), pages near a page in meaning, and what documents add to search and fetch.
 
-Mixed into :class:`~hostcore.service.wiki.Wiki`; the passage index
-(:mod:`hostcore.indexes.passages`) does the ranking, this layer the access rules: only documents
-in namespaces the caller may read are ranked at all, so nothing else can leak into scores.
-Meaning (pages near a query or a page) needs an ``EMBEDDER``; attachments are found by their
-words without one.
+Mixed into :class:`~hostcore.service.wiki.Wiki`. The passage index
+(:mod:`hostcore.indexes.passages`) ranks; this layer applies the access rules: only documents in
+namespaces the caller may read are ranked at all, so nothing else can leak into scores. Pages by
+meaning need an ``EMBEDDER``; attachments are found by their words without one.
+:meth:`~hostcore.service.search.SearchMixin.search` composes its results from the pages' full-text
+hits and :meth:`DocumentsMixin._documents_results`; ``fetch`` hands an attachment's URL path to
+:meth:`DocumentsMixin._fetch_attachment`.
 """
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
 
 from typing_extensions import TypedDict
 
-from hostcore.domain.attachments import URL_PREFIX, attachment_url, split_attachment_url
+from hostcore.domain.attachments import attachment_url, split_attachment_url
 from hostcore.domain.pages import page_path
 from hostcore.errors import NotFound, Unavailable, ValidationError
 from hostcore.indexes.passages import Near, PassageIndex, excerpt, query_words
 from hostcore.service.attachments import AttachmentsMixin
-from hostcore.service.search import MAX_SEARCH_LIMIT, Fetched, Result, SearchMixin, SearchResult
+
+if TYPE_CHECKING:
+    from hostcore.service.search import Fetched, Result
 
 MAX_PASSAGE_LIMIT = 50
 ATTACHMENT_RESULTS = 5  # attachments that search adds to its ChatGPT-style results
 FETCH_CHARS = 100_000  # of an attachment's text in one fetch
-
-
-def plain_words(query: str) -> bool:
-    """True when ``query`` is words alone: no phrase, prefix, group, tag, OR, AND or NOT."""
-    return not re.search(r'["*()]|tag:', query, re.IGNORECASE) and not any(
-        token in ("OR", "AND", "NOT") or token.startswith("-") for token in query.split()
-    )
 
 
 class PassageHit(TypedDict):
@@ -59,32 +57,27 @@ class SimilarPages(TypedDict):
     pending: int
 
 
-class DocumentsMixin(SearchMixin, AttachmentsMixin):
-    """search_attachments and similar_pages; with them, search's results and fetch take in attachments."""
+class DocumentsMixin(AttachmentsMixin):
+    """search_attachments and similar_pages, and what documents add to search and fetch."""
 
-    def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
-        """Pages whose words match ``query``, as :meth:`SearchMixin.search` finds them. The first
-        page of ``results`` of a plain query (for ChatGPT-style connectors, which ask in plain
-        language) goes further: when no page holds every word, the pages near it in meaning
-        (with an ``EMBEDDER``); and the attachments with the best passages (by their words, and
-        by meaning with an ``EMBEDDER``), each with its URL path as ``id`` for :meth:`fetch`.
-        ``hits`` keep the full-text contract (every word matches); docs/operators.md says what
-        the bench found."""
-        found = super().search(query, namespace, offset, limit)
+    def _documents_results(self, query: str, scope: frozenset[str] | None, limit: int, *, pages_found: bool) -> list[Result]:
+        """What the documents add to the first page of search's ``results`` for a plain query
+        (:meth:`~hostcore.service.search.SearchMixin.search` composes it): when no page holds
+        every word (``pages_found`` False), the pages near ``query`` in meaning (with an
+        ``EMBEDDER``); then the URL paths of the attachments with the best passages (by their
+        words, and by meaning with an ``EMBEDDER``), at most ATTACHMENT_RESULTS."""
         passages = self.host.passages
-        if offset != 0 or not plain_words(query):  # meaning cannot honour operators
-            return found
-        scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
         passages.kick()
-        if not found["hits"] and passages.embedder is not None:
-            found["results"] += [
-                Result(id=n.slug, title=n.title, url=self.page_url(n.slug)) for n in self._pages_by_meaning(passages, query, scope, limit)
+        results: list[Result] = []
+        if not pages_found and passages.embedder is not None:
+            results += [
+                {"id": n.slug, "title": n.title, "url": self.page_url(n.slug)} for n in self._pages_by_meaning(passages, query, scope, limit)
             ]
         best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
         urls = list(dict.fromkeys(attachment_url(p.slug, p.filename) for p in best))[:ATTACHMENT_RESULTS]
         base = self.host.config["PUBLIC_URL"].rstrip("/")
-        found["results"] += [Result(id=url, title=url.rsplit("/", 1)[1], url=base + url) for url in urls]
-        return found
+        results += [{"id": url, "title": url.rsplit("/", 1)[1], "url": base + url} for url in urls]
+        return results
 
     @staticmethod
     def _pages_by_meaning(passages: PassageIndex, query: str, scope: frozenset[str] | None, limit: int) -> list[Near]:
@@ -94,10 +87,8 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
             return []
         return passages.nearest(embedder.embed_query(query), kind="page", namespaces=scope, limit=limit, least=embedder.relevant)
 
-    def fetch(self, id: str) -> Fetched:
-        """A page by its slug, or an attachment's text (at most FETCH_CHARS) by its URL path."""
-        if not id.startswith(URL_PREFIX):
-            return super().fetch(id)
+    def _fetch_attachment(self, id: str) -> Fetched:
+        """An attachment's text (at most FETCH_CHARS) by its URL path, as fetch answers it."""
         owner = split_attachment_url(id)
         if owner is None:
             raise NotFound(f"no attachment {id!r}; pass an id from search's results", field="id")

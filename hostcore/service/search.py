@@ -1,18 +1,30 @@
-"""Finding pages: full-text search and ChatGPT-style fetch, limited to what the caller may read."""
+"""Finding pages and documents: search and ChatGPT-style fetch, limited to what the caller may read.
+
+:meth:`SearchMixin.search` is where keyword and meaning meet: the search backend's full-text hits
+on pages, then what :mod:`hostcore.service.documents` adds (pages near in meaning, attachments'
+passages), composed in that one method.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import quote
+import re
 
 from typing_extensions import TypedDict
 
-from hostcore.domain.pages import check_namespace
+from hostcore.domain.attachments import URL_PREFIX
 from hostcore.errors import NotFound, Unavailable, ValidationError
 from hostcore.indexes.indexer import catch_up
-from hostcore.service.base import WikiBase
+from hostcore.service.documents import DocumentsMixin
 
 MAX_SEARCH_OFFSET = 1000
 MAX_SEARCH_LIMIT = 50
+
+
+def plain_words(query: str) -> bool:
+    """True when ``query`` is words alone: no phrase, prefix, group, tag, OR, AND or NOT."""
+    return not re.search(r'["*()]|tag:', query, re.IGNORECASE) and not any(
+        token in ("OR", "AND", "NOT") or token.startswith("-") for token in query.split()
+    )
 
 
 class Hit(TypedDict):
@@ -51,25 +63,18 @@ class Fetched(TypedDict):
     metadata: FetchMetadata
 
 
-class SearchMixin(WikiBase):
-    """search and fetch; mixed into :class:`~hostcore.service.wiki.Wiki`."""
-
-    def page_url(self, slug: str) -> str:
-        return f"{self.host.config['PUBLIC_URL'].rstrip('/')}/{quote(slug)}"
-
-    def _scope(self, query: str, namespace: str | None, limit: int, max_limit: int) -> frozenset[str] | None:
-        """The namespaces a search of the caller covers (None: all); checks query, namespace and limit."""
-        if not query.strip():
-            raise ValidationError("is empty; give words to search for", field="query")
-        if not 1 <= limit <= max_limit:
-            raise ValidationError(f"must be between 1 and {max_limit}", field="limit")
-        if namespace is None:
-            return self.principal.namespaces
-        check_namespace(namespace, "namespace")
-        self.principal.require_namespace(namespace, "namespace")
-        return frozenset({namespace})
+class SearchMixin(DocumentsMixin):
+    """search and fetch; mixed into :class:`~hostcore.service.wiki.Wiki`. Both read pages and
+    documents alike, and say here how each answer is made of the two."""
 
     def search(self, query: str, namespace: str | None = None, offset: int = 0, limit: int = 20) -> SearchResult:
+        """Pages whose words match ``query``, ranked by the search backend: ``hits`` keep the
+        full-text contract (every word matches), and ``results`` (for ChatGPT-style connectors,
+        which ask in plain language) list the same pages first. The first page of ``results`` of
+        a plain query goes on with what the documents add (:meth:`_documents_results`): when no
+        page holds every word, the pages near it in meaning (with an ``EMBEDDER``); then the
+        attachments with the best passages, each with its URL path as ``id`` for :meth:`fetch`.
+        docs/operators.md says what the bench found."""
         self.principal.require("read")
         if self.host.search is None:
             raise Unavailable("search is not enabled on this wiki (SEARCH is empty); use list_pages")
@@ -83,15 +88,22 @@ class SearchMixin(WikiBase):
             {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)}
             for h in found.hits
         ]
+        results = [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in hits]
+        if offset == 0 and plain_words(query):  # meaning cannot honour operators
+            results += self._documents_results(query, scope, limit, pages_found=bool(hits))
         return {
             "hits": hits,
-            "results": [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in hits],
+            "results": results,
             "more": found.more,
             # Past the deepest offset a caller may ask for, the way on is a narrower query, not paging.
             "next_offset": offset + len(hits) if found.more and offset + len(hits) <= MAX_SEARCH_OFFSET else None,
         }
 
     def fetch(self, id: str) -> Fetched:
+        """A page by its slug, or an attachment's text by its URL path (:meth:`_fetch_attachment`):
+        the two kinds of ``id`` that search's ``results`` hold."""
+        if id.startswith(URL_PREFIX):
+            return self._fetch_attachment(id)
         self._access("read", id, "id")
         try:
             page = self._load(id)

@@ -1,10 +1,20 @@
 """The service layer's entry point: :class:`Wiki`, the wiki as one principal may see and change it.
 
 A :class:`Wiki` is bound to one principal. MCP tools, web views and CLI commands call its
-methods; none of them checks access, validates input or compares hashes on its own. Each family
-of operations is a mixin in a module of its own (pages, namespaces, links, history, search,
-documents, attachments, sections, changes) over :class:`~hostcore.service.base.WikiBase`. Methods return the TypedDicts of the
-tool contract's results, and raise ``hostcore.errors``.
+methods; none of them checks access, validates input or compares hashes on its own (what they
+may let through at all, and how often, is :mod:`hostcore.service.policy`'s). Each family of
+operations (pages, namespaces, links, history, search, documents, attachments, sections,
+changes) is a mixin in a module of its own over :class:`~hostcore.service.base.WikiBase`, and
+methods return the TypedDicts of the tool contract's results and raise ``hostcore.errors``.
+
+Every operation and helper is defined in exactly one family: no family overrides another's (no
+``super()`` chain), so the order of the bases below changes nothing, and what a method does is
+what its own module says (``tests/test_wiki.py`` holds it). A family that uses another's
+operations subclasses it (links uses pages' ``save_page``; search composes documents'
+contribution; documents read attachments). To add a family: write
+``hostcore/service/<family>.py`` with ``class <Family>Mixin(WikiBase)`` (or the family it builds
+on) and its result TypedDicts, add it to :class:`Wiki`'s bases, and give it a tools module of the
+same name in ``hostcore/tools/`` whose tools each call one of its methods.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from hostcore.service.sections import SectionsMixin
 
 
 class Wiki(
-    ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, DocumentsMixin, SearchMixin,
+    ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin,
     AttachmentsMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""

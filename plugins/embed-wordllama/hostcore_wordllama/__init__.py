@@ -4,8 +4,9 @@ Enable with ``PLUGINS = [..., "wordllama"]`` and ``EMBEDDER = "wordllama"`` (``h
 does both). The model's weights (16 MB) and tokenizer come inside the ``wordllama`` wheel and are
 read from there; nothing is fetched at run time. (``WordLlama.load()`` looks for the tokenizer
 in a folder the wheel does not have and would then try to download it, so the files are opened
-directly.) A static model embeds by averaging token vectors: about 600 passages of 600
-characters a second on one core, a query in well under a millisecond.
+directly.) A static model embeds by averaging token vectors, cheap enough for a background
+thread on one core and for a query's vector while the caller waits (``bench/document_search.py``
+measures both).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _import_wordllama() -> Any:
     every library's INFO lines (the MCP SDK's, once per thread) went to the log unformatted,
     beside gunicorn's. ``basicConfig`` does nothing while the root logger has a handler, so one
     that discards is there during the import (undoing the configuration afterwards left other
-    threads' lines of those 0.15 s going to stderr)."""
+    threads' lines of the import's moments going to stderr)."""
     root, placeholder = logging.getLogger(), logging.NullHandler()
     root.addHandler(placeholder)
     try:

@@ -1,8 +1,8 @@
 """Group commit: the writes that queue up in one process while another holds the write lock are
 committed together, and made durable together.
 
-A git commit is cheap; making it durable is not: each object file and the ref need an fsync, about
-4 ms each on an ordinary disk, one after another under the write lock. Concurrent fsyncs of
+A git commit is cheap; making it durable is not: each object file and the ref need an fsync, a
+disk's round trip each, one after another under the write lock. Concurrent fsyncs of
 different files cost about one (the file system commits its journal once for all of them), so
 every change waiting for the lock is taken by one *leader* thread, which writes each change's
 commit (one commit per change, each on the previous, with its own author and message), writes and

@@ -1,8 +1,8 @@
 """Pack files: each group of commits is written as one git pack, and small packs are merged.
 
 A save used to write four loose objects (its blob, two or three trees, its commit): four files
-created and flushed per save. Creating a file is what a busy disk makes slow (about 1 ms each on
-ext4 right after many deletions), so a group's objects are now written as one pack and its index
+created and flushed per save. Creating a file is what a busy disk makes slow (on ext4 most of all
+right after many deletions), so a group's objects are now written as one pack and its index
 (git's formats, version 2: each object zlib-compressed whole, no deltas), flushed together before
 the branch moves: three files per group whatever its size.
 

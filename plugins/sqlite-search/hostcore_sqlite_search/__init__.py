@@ -5,8 +5,8 @@ through SQLite itself:
 
 - The database runs in WAL mode. A writer (any gunicorn worker, the CLI) takes the write lock with
   ``BEGIN IMMEDIATE``, replaces and deletes pages and commits in one transaction; another writer
-  waits (``busy_timeout``, then retries) instead of failing. A save costs about a millisecond:
-  FTS5 merges its segments a little at every write, so there are no long merge stalls.
+  waits (``busy_timeout``, then retries) instead of failing. A save stays cheap: FTS5 merges its
+  segments a little at every write, so there are no long merge stalls.
 - Every search is its own read transaction, so it sees every commit made before it started, by any
   process.
 
@@ -19,12 +19,12 @@ title matches comes first. User words never reach MATCH as syntax: the shared qu
 (:func:`hostcore.parse_query`) is compiled with every word quoted, and never match a filter token
 (those start with a character no query word holds).
 
-Cost: matching is cheap; bm25 costs about a microsecond a row, so a query matching thousands of
+Cost: matching is cheap; bm25 costs something for every row it ranks, so a query matching thousands of
 pages ranks a capped candidate set instead of every match (:mod:`.ranking` says which, and why
 paging stays exact). Common words a query requires beside others are checked against a mask each
 page carries instead of their long doclists (:mod:`.common`), and snippets are built in Python for
-the returned page only (:mod:`.snippets`). At 50,000 pages the whole search call took p50 5.6 / p95 10 ms of CPU, against
-9 / 50 ms when every match was ranked (``bench/search_engines.py``, both measured in one run).
+the returned page only (:mod:`.snippets`). ``bench/search_engines.py`` measures the whole search
+call at 50,000 pages, against ranking every match.
 Each backend remembers the ranked candidates of its last ``REMEMBERED`` queries while the index keeps
 its generation (a random value every write stores, read in the search's own snapshot), so the next
 page of a query, or the same query again, skips ranking; per query shape through ``/_/mcp``:
@@ -347,7 +347,8 @@ class SqliteSearch(SearchBackend):
         )
 
     def optimize(self) -> None:
-        """Merge FTS5's segments into one: about 30% off search p95 at 50k pages (3.4 s once)."""
+        """Merge FTS5's segments into one: searches read one segment instead of many (a slow,
+        one-off pass; ``bench/search_engines.py`` measures what it saves)."""
         with self._write() as db:
             db.execute("INSERT INTO fts(fts) VALUES('optimize')")
 

@@ -1,8 +1,8 @@
 """How a search is answered at any wiki size: rank a capped candidate set, snippet only the page asked for.
 
-FTS5's bm25 costs about a microsecond for every row it scores, and each statement that calls it first
-counts the documents of every phrase (a pass over their whole doclists). Ranking every match of a
-common word made ``search`` cost tens of milliseconds at 50,000 pages, and snippets were built for
+FTS5's bm25 costs something for every row it scores, and each statement that calls it first counts
+the documents of every phrase (a pass over their whole doclists). Ranking every match of a common
+word made ``search`` slow on a big wiki (``bench/search_engines.py``), and snippets were built for
 every row that entered the sorter. So:
 
 - A query matching at most ``WINDOW`` pages is ranked whole: the same order as ranking every match.

@@ -1,8 +1,8 @@
 """Snippets of the returned page, built in Python from its text: escaped, ``<mark>`` around each match.
 
 FTS5's ``snippet()`` seeks every doclist of the query to each returned row and tokenizes the whole
-column, which cost 1 to 7 ms for a page of 20 hits at 50,000 pages (most for a prefix it had to
-expand again per row). The words a query looks for are known, so one regular expression finds their
+column, a large share of a search's time on a big wiki (most for a prefix it had to expand again
+per row). The words a query looks for are known, so one regular expression finds their
 matches in each page's text at C speed: whole tokens as FTS5's unicode61 tokenizer cuts them
 (letters and digits; case and accents folded alike on both sides), a prefix any token starting with
 it, a phrase its words with only separators between them.
@@ -64,7 +64,7 @@ class Marker:
     """The matches of one query's words (terms and phrases it looks for) in any text.
 
     Each word is looked for with ``str.find`` (a scan in C; a regular expression trying an
-    alternation at every character was ten times slower), and a match is kept when it starts a
+    alternation at every character was much slower), and a match is kept when it starts a
     token and the term, prefix or phrase continues from there to a token's end.
     """
 

@@ -1,8 +1,8 @@
 """Full-text search on tantivy (a Rust search library), kept in the instance folder.
 
-Why tantivy: measured with ``bench/search_engines.py`` it answers in about a millisecond at 50,000
-pages whatever the query and ranks every match (SQLite FTS5 ranks a capped candidate set of a broad
-query to stay within a few milliseconds), builds several times faster and takes a third of the disk.
+Why tantivy: measured with ``bench/search_engines.py`` (docs/operators.md has the figures) it
+answers fast at 50,000 pages whatever the query and ranks every match (SQLite FTS5 ranks a capped
+candidate set of a broad query to stay as fast), builds faster and takes less disk.
 
 Processes share the index through the folder:
 

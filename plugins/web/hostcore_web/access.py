@@ -9,12 +9,15 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from flask import abort, current_app
 
 import hostcore
-from hostcore import SYSTEM, PluginHost, Principal, Unavailable
+from hostcore import Forbidden, PluginHost, Principal, Unavailable
 
-ANONYMOUS = "anonymous"
+VISITOR = Principal("anonymous", frozenset(), frozenset())
+"""Who calls when nobody is signed in: no scope, no namespace of its own."""
 
 
 class SignInFirst(Exception):
@@ -25,11 +28,6 @@ def host() -> PluginHost:
     """The host of the app serving this request."""
     host: PluginHost = current_app.extensions["hostcore"]
     return host
-
-
-def public_namespaces() -> frozenset[str]:
-    listed = host().wiki(SYSTEM).list_namespaces()["namespaces"]
-    return frozenset(n["name"] for n in listed if n["public"])
 
 
 def viewer() -> Principal | None:
@@ -44,12 +42,8 @@ def viewer() -> Principal | None:
 
 def reader(person: Principal | None) -> Principal:
     """The principal pages are read as: the person's read access widened by the public namespaces;
-    for a visitor, the public namespaces only."""
-    public = public_namespaces()
-    if person is None or not person.has_scope("read"):
-        return Principal(ANONYMOUS, frozenset({"read"}), public)
-    namespaces = None if person.namespaces is None else person.namespaces | public
-    return Principal(person.name, frozenset({"read"}), namespaces, client="web")
+    for a visitor, the public namespaces only (the service's rule: ``Wiki.browsing``)."""
+    return cast(Principal, host().wiki(person or VISITOR).browsing(client="web"))
 
 
 def require_reader(namespace: str) -> tuple[Principal | None, Principal]:
@@ -69,10 +63,16 @@ def require_writer(namespace: str) -> Principal:
     person = viewer()
     if person is None:
         raise SignInFirst()
-    if not person.can_access(namespace):
+    try:
+        host().wiki(person).require_in("write", namespace)
+    except Forbidden:
         abort(404)
-    person.require("write")
     return web_principal(person)
+
+
+def may_write(person: Principal | None, namespace: str) -> bool:
+    """Whether a page offers ``person`` to change what is in ``namespace``."""
+    return person is not None and bool(host().wiki(person).may("write", namespace))
 
 
 def web_principal(person: Principal) -> Principal:

@@ -418,7 +418,7 @@ class BlockStore:
                     raise
                 self._conn = db
             try:
-                yield self._conn  # busy (timeout 0.2 s): skipped, not waited for
+                yield self._conn  # busy past the connection's short timeout: skipped, not waited for
             except BaseException:
                 self._close(self.__dict__)
                 raise

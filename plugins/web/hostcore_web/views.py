@@ -59,6 +59,17 @@ _RESERVED = re.compile(r"^[_.]")
 bp.add_app_template_filter(render.snippet_text, "snippet_text")
 
 
+UNCOUNTED = frozenset({"web.static", "web.favicon", "web.highlight_css"})
+"""Endpoints serving what is the same for everyone (style, scripts, icons): no request counted."""
+
+
+@bp.before_request
+def _admit() -> None:
+    """Every route of the site refuses a foreign Host or Origin, and its pages and files count
+    against the caller's ``requests`` limit, as MCP requests do (:func:`hostcore.admit_page`)."""
+    hostcore.admit_page(host(), count=request.endpoint not in UNCOUNTED)
+
+
 @bp.errorhandler(SignInFirst)
 def _sign_in_first(_exc: SignInFirst) -> Any:
     return hostcore.login_redirect()
@@ -285,7 +296,7 @@ def namespace_index(namespace: str) -> Any:
     built = widgets.build(host(), reader, namespace, settings, index_slug, request.args.get("month"))
     html = page(
         "namespace.html", namespace, person=person, index=index, body=body, widgets=built, title_anchor=title_anchor,
-        title=settings.get("title") or namespace, can_write=_can_write(person, namespace),
+        title=settings.get("title") or namespace, can_write=access.may_write(person, namespace),
     )  # fmt: skip
     return html_response(html, bool(body and body.mermaid))
 
@@ -300,10 +311,6 @@ def all_pages(namespace: str) -> Any:
     more = start + widgets.PAGES_SHOWN if start + widgets.PAGES_SHOWN < len(entries) else None
     return page("all_pages.html", namespace, person=person, entries=shown, start=start, total=len(entries), more=more,
                 title=f"All pages of {settings.get('title') or namespace}")  # fmt: skip
-
-
-def _can_write(person: Principal | None, namespace: str) -> bool:
-    return person is not None and person.has_scope("write") and person.can_access(namespace)
 
 
 @bp.route("/<ns:namespace>/<path:rest>")
@@ -322,7 +329,7 @@ def read(namespace: str, rest: str) -> Any:
     except NotFound as exc:
         if exc.field == "section":
             abort(404)
-        html = page("missing.html", namespace, person=person, slug=slug, title=slug, can_write=_can_write(person, namespace))
+        html = page("missing.html", namespace, person=person, slug=slug, title=slug, can_write=access.may_write(person, namespace))
         return html_response(html, False, 404)
     except ValidationError as exc:
         if exc.field == "revision":
@@ -330,12 +337,12 @@ def read(namespace: str, rest: str) -> Any:
         raise
     body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
     body, title_anchor = render.without_title(body, window["title"])
-    if _can_write(person, namespace) and not revision and not section:
+    if access.may_write(person, namespace) and not revision and not section:
         body = sections.with_edit_links(body, slug, wiki, window["hash"])
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
         revision=window.get("revision"),
-        section=window.get("section"), title=window["title"], can_write=_can_write(person, namespace),
+        section=window.get("section"), title=window["title"], can_write=access.may_write(person, namespace),
         preview=body.image,
     )  # fmt: skip
     return html_response(html, body.mermaid)
@@ -410,7 +417,7 @@ def history(slug: str) -> Any:
     except NotFound:
         current_hash = ""  # deleted: restoring brings it back
     return page("history.html", namespace, person=person, slug=slug, history=result, title=f"History of {slug}",
-                can_write=_can_write(person, namespace), current_hash=current_hash)  # fmt: skip
+                can_write=access.may_write(person, namespace), current_hash=current_hash)  # fmt: skip
 
 
 def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
@@ -518,7 +525,7 @@ def new() -> Any:
         raise SignInFirst()
     writer = access.web_principal(person)
     wiki = host().wiki(writer)
-    namespaces = [n["name"] for n in wiki.list_namespaces()["namespaces"]] if person.has_scope("read") else []
+    namespaces = [n["name"] for n in wiki.list_namespaces()["namespaces"]] if wiki.may("read") else []
     chosen = request.values.get("namespace") or (namespaces[0] if namespaces else "")
     pattern, name, template = _new_page(wiki, chosen) if chosen in namespaces else ("", "", "")
     if request.method == "GET":
