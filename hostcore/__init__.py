@@ -75,6 +75,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         out_of_space,
     )
     from hostcore.seams.tool import Tool, tool
+    from hostcore.seams.worker import CoalescingWorker
     from hostcore.web.sessions import (
         CSP,
         LOGIN_PATH,
@@ -122,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
+    "hostcore.seams.worker": ("CoalescingWorker",),
     "hostcore.web.sessions": (
         "CSP", "LOGIN_PATH", "LOGOUT_PATH", "check_csrf", "csrf_token", "current_session", "end_session",
         "end_sessions", "login_redirect", "person", "safe_next", "sessions_of", "sign_in", "sign_out",
@@ -160,6 +162,7 @@ __all__ = [
     "SYSTEM",
     "And",
     "Change",
+    "CoalescingWorker",
     "ConfigError",
     "Conflict",
     "Delete",

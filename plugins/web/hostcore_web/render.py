@@ -42,7 +42,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import connect, damaged, file_id, recover_sqlite, split_attachment_url, wiki_links
+from hostcore import CoalescingWorker, connect, damaged, file_id, recover_sqlite, split_attachment_url, wiki_links
 
 log = logging.getLogger("hostcore.web")
 
@@ -569,55 +569,36 @@ class Prerender:
     def __init__(self, cache: RenderCache) -> None:
         self.cache = cache
         self._pending: dict[str, str] = {}
-        self._busy = False
-        self._closed = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+        self.worker = CoalescingWorker(self._render, "hostcore-web-prerender", what="web: rendering ahead", logger=log)
 
     def add(self, slug: str, body: str) -> None:
-        if len(body) < PRERENDER_BYTES:
+        if len(body) < PRERENDER_BYTES or self.worker.stopping:
             return
-        with self._cond:
-            if self._closed:
-                return
+        with self._guard:
             self._pending[slug] = body
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="hostcore-web-prerender", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+        self.worker.kick()
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
+    def _render(self) -> None:
+        while not self.worker.stopping:
+            with self._guard:
+                if not self._pending:
                     return
                 slug = next(iter(self._pending))
                 body = self._pending.pop(slug)
-                self._busy = True
             try:
                 self.cache.prepare(body, slug)
             except Exception:  # a reader renders it then, as if nothing had been kept
                 log.exception("web: rendering %s ahead failed", slug)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
 
     def wait(self, timeout: float = 30.0) -> bool:
         """Wait until every page given so far is rendered; False if ``timeout`` passed first."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._closed or (not self._pending and not self._busy), timeout)
+        return self.worker.wait(timeout)
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
+        with self._guard:
             self._pending.clear()
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
+        self.worker.stop(finish=False)
 
 
 def pygments_css() -> str:
