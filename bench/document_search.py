@@ -235,7 +235,7 @@ def latency(folder: Path, count: int) -> None:
         # Extraction (a subprocess per file) is measured in part 1: its cache is filled here directly,
         # so this part measures cutting, embedding and searching.
         rows = [(stored[op.path], "text", "extracted", op.data.decode(), "", 0.0) for op in ops]
-        host.extraction._db.db().executemany("INSERT OR IGNORE INTO texts VALUES (?, ?, ?, ?, ?, ?)", rows)
+        host.extraction._db.connection().executemany("INSERT OR IGNORE INTO texts VALUES (?, ?, ?, ?, ?, ?)", rows)
         start = time.perf_counter()
         host.passages.catch_up()
         took = time.perf_counter() - start

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
     from hostcore.seams.settings import Setting
     from hostcore.seams.shared import SharedState
+    from hostcore.seams.sqlite import DerivedDB
     from hostcore.seams.storage import (
         ANY,
         Change,
@@ -118,6 +119,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
     "hostcore.seams.settings": ("Setting",),
     "hostcore.seams.shared": ("SharedState",),
+    "hostcore.seams.sqlite": ("DerivedDB",),
     "hostcore.seams.storage": (
         "ANY", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
         "disk_full", "out_of_space",
@@ -166,6 +168,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "Delete",
+    "DerivedDB",
     "DiskFull",
     "Embedder",
     "ExtractionFailed",
