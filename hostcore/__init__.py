@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.embed import Embedder, Vectors, unit_rows
     from hostcore.seams.extract import ExtractionFailed, Extractor
     from hostcore.seams.hookspecs import hookimpl
+    from hostcore.seams.index import Changes, DerivedIndex
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import prompt, resource
     from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
@@ -114,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.embed": ("Embedder", "Vectors", "unit_rows"),
     "hostcore.seams.extract": ("ExtractionFailed", "Extractor"),
     "hostcore.seams.hookspecs": ("hookimpl",),
+    "hostcore.seams.index": ("Changes", "DerivedIndex"),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("prompt", "resource"),
     "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
@@ -164,11 +166,13 @@ __all__ = [
     "SYSTEM",
     "And",
     "Change",
+    "Changes",
     "CoalescingWorker",
     "ConfigError",
     "Conflict",
     "Delete",
     "DerivedDB",
+    "DerivedIndex",
     "DiskFull",
     "Embedder",
     "ExtractionFailed",

@@ -20,7 +20,7 @@ from hostcore.seams import hookspecs
 DEFAULT_PLUGINS = (
     "hostcore.tools.pages", "hostcore.tools.namespaces", "hostcore.tools.links", "hostcore.tools.history",
     "hostcore.tools.search", "hostcore.tools.attachments", "hostcore.indexes.indexer",
-    "hostcore.indexes.text_extractor", "hostcore.tools.documents", "hostcore.indexes.passages",
+    "hostcore.indexes.text_extractor", "hostcore.tools.documents",
 )
 ENTRY_POINT_GROUP = "hostcore"
 

@@ -71,11 +71,10 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
         ``hits`` keep the full-text contract (every word matches); docs/operators.md says what
         the bench found."""
         found = super().search(query, namespace, offset, limit)
-        passages = self.host.passages
         if offset != 0 or not plain_words(query):  # meaning cannot honour operators
             return found
         scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
-        passages.kick()
+        passages = self.host.indexes.passage_index()
         if not found["hits"] and passages.embedder is not None:
             found["results"] += [
                 Result(id=n.slug, title=n.title, url=self.page_url(n.slug)) for n in self._pages_by_meaning(passages, query, scope, limit)
@@ -122,9 +121,8 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
         """The passages of accessible attachments best matching ``query``: holding its words, or
         (with an ``EMBEDDER``) near it in meaning, at least the embedder's ``relevant`` similarity."""
         self.principal.require("read")
-        passages = self.host.passages
         scope = self._scope(query, namespace, limit, MAX_PASSAGE_LIMIT)
-        passages.kick()
+        passages = self.host.indexes.passage_index()
         status = passages.status()  # before the search: pending 0 then means the hits saw every document
         found = passages.search(query, kind="attachment", namespaces=scope, limit=limit)
         words = query_words(query)
@@ -144,13 +142,12 @@ class DocumentsMixin(SearchMixin, AttachmentsMixin):
     def similar_pages(self, slug: str, limit: int = 10) -> SimilarPages:
         """The accessible pages whose meaning is nearest ``slug``'s, nearest first."""
         self._access("read", slug)
-        passages = self.host.passages
-        if passages.embedder is None:
+        if self.host.indexes.passages.embedder is None:
             raise Unavailable("finding pages by meaning is not enabled on this wiki (EMBEDDER is empty); use backlinks or search")
         self._load(slug)
         if not 1 <= limit <= MAX_PASSAGE_LIMIT:
             raise ValidationError(f"must be between 1 and {MAX_PASSAGE_LIMIT}", field="limit")
-        passages.kick()
+        passages = self.host.indexes.passage_index()
         pending = passages.pending()  # before the search, as in search_attachments
         vector = passages.document_vector(page_path(slug))
         if vector is None:

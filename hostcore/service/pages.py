@@ -131,7 +131,7 @@ class PagesMixin(WikiBase):
             return {"slug": slug, "hash": new.hash, "created": False, "changed": False}
         change = self._change("save_page", slug)
         try:
-            self.storage.apply([Put(path, data, expect=basehash)], change)
+            self._store([Put(path, data, expect=basehash)], change)
         except Conflict as exc:
             if basehash is None:
                 current = self._load(slug)
@@ -162,7 +162,7 @@ class PagesMixin(WikiBase):
             return result
         change = self._change("edit_page", slug)
         try:
-            self.storage.apply([Put(page_path(slug), new_page.to_bytes(), expect=basehash)], change)
+            self._store([Put(page_path(slug), new_page.to_bytes(), expect=basehash)], change)
         except Conflict as exc:
             raise self._page_conflict(slug, exc, tool="edit_page") from None
         self.host.notify("page_saved", page=new_page, previous=previous, change=change)
@@ -176,7 +176,7 @@ class PagesMixin(WikiBase):
         ops: list[Operation] = [Delete(page_path(slug), expect=previous.hash)]
         ops += [Delete(path, expect=digest) for path, digest in self._attachments_of(slug).items()]
         try:
-            self.storage.apply(ops, change)
+            self._store(ops, change)
         except (Conflict, NotFound) as exc:
             raise self._page_conflict(slug, exc, tool="delete_page") from None
         self.host.notify("page_deleted", page=previous, change=change)
