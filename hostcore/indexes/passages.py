@@ -227,9 +227,8 @@ class PassageIndex(DerivedIndex):
         self.embedder = embedder  # None: keyword only
         self.signature = f"{embedder.name}/{embedder.dimensions}" if embedder is not None else "keyword"
         self.db = DerivedDB(self.path, self.name, _SCHEMA, rebuild=True, setup=self._sign)
-        self._worker = CoalescingWorker(
-            self._work, "passage index", what="passage index", gap=ROUND_SECONDS, retry=ROUND_SECONDS, logger=log
-        )
+        # a failed round is tried again at the next change or search (damage: by the rebuild)
+        self._worker = CoalescingWorker(self._work, "passage index", what="passage index", gap=ROUND_SECONDS, logger=log)
         self._load = False  # start(): the background thread loads the embedder's model first
         self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
         self._matrix: tuple[tuple[tuple[int, int] | None, str | None], _Matrix] | None = None
