@@ -121,8 +121,7 @@ def labelled(folder: Path, embedder: str) -> Host:
         wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=text)
         ops.append(Put(f"bench/{name}.files/{name}.txt", text.encode(), expect=None))
     host.storage.apply(ops, change)
-    host.passages.kick()
-    host.passages.wait()
+    host.indexes.wait()
     return host
 
 
@@ -234,8 +233,9 @@ def latency(folder: Path, count: int) -> None:
         # Extraction (a subprocess per file) is measured in part 1: its cache is filled here directly,
         # so this part measures cutting, embedding and searching.
         rows = [(stored[op.path], "text", "extracted", op.data.decode(), "", 0.0) for op in ops]
-        host.extraction._db.db().executemany("INSERT OR IGNORE INTO texts VALUES (?, ?, ?, ?, ?, ?)", rows)
+        host.extraction._db.connection().executemany("INSERT OR IGNORE INTO texts VALUES (?, ?, ?, ?, ?, ?)", rows)
         start = time.perf_counter()
+        host.indexes.catch_up("passage index", nudge=False)  # the corpus noted as pending, then indexed here
         host.passages.catch_up()
         took = time.perf_counter() - start
         state = host.passages.status()

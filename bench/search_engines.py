@@ -47,6 +47,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from hostcore import SearchBackend, SearchDoc
 
@@ -490,7 +491,7 @@ class Service(Engine):
         from hostcore import Change, Put
         from hostcore.app import build_host
         from hostcore.domain.pages import Page
-        from hostcore.indexes import indexer
+        from hostcore.indexes.indexer import SEARCH_INDEX, Indexes
 
         self._write_config()
         start = time.perf_counter()
@@ -506,26 +507,24 @@ class Service(Engine):
         self.timings["import_s"] = time.perf_counter() - start
 
         # start-up: the link graph and the search index are caught up with storage (everything is new)
-        originals = indexer.catch_up_links, indexer.catch_up_search
+        original = Indexes._catch_up_locked
+        timed = {"link graph": "catchup_links_s", "search index": "catchup_search_s"}
 
-        def timing(name: str, fn: Callable[..., object]) -> Callable[..., object]:
-            def wrapped(*args: object, **kwargs: object) -> object:
-                t0 = time.perf_counter()
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    self.timings[name] = time.perf_counter() - t0
+        def timing(indexes: Indexes, index: Any, **kwargs: Any) -> int:
+            t0 = time.perf_counter()
+            try:
+                return original(indexes, index, **kwargs)
+            finally:
+                if index.name in timed:
+                    self.timings[timed[index.name]] = time.perf_counter() - t0
 
-            return wrapped
-
-        indexer.catch_up_links = timing("catchup_links_s", originals[0])  # type: ignore[assignment]
-        indexer.catch_up_search = timing("catchup_search_s", originals[1])  # type: ignore[assignment]
+        Indexes._catch_up_locked = timing  # type: ignore[method-assign]
         try:
             start = time.perf_counter()
             self.host = build_host(self.instance)
             self.timings["startup_s"] = time.perf_counter() - start
         finally:
-            indexer.catch_up_links, indexer.catch_up_search = originals
+            Indexes._catch_up_locked = original  # type: ignore[method-assign]
         assert self.host.search is not None
         indexed = len(self.host.search.hashes())
         assert indexed == len(docs), f"start-up indexed {indexed} of {len(docs)} pages"
@@ -539,9 +538,11 @@ class Service(Engine):
 
         self.before = build_host(self.instance, start=False)
         self.before.search.close()  # type: ignore[union-attr]
-        self.before.search = PreviousSqliteSearch(self.instance.parent / "service-previous")
+        before = self.before.search = PreviousSqliteSearch(self.instance.parent / "service-previous")
+        self.before.indexes = Indexes(self.before.storage, self.before.instance_path, links=self.before.links, search=before,
+                                      passages=self.before.passages)  # fmt: skip
         start = time.perf_counter()
-        indexer.catch_up_search(self.before)  # as start-up built the current one
+        self.before.indexes.reindex(SEARCH_INDEX, empty=False)  # as start-up built the current one
         self.timings["previous_build_s"] = time.perf_counter() - start
 
     def search(self, spec: dict, host: object = None) -> list[tuple[str, str]]:

@@ -76,11 +76,13 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.extract import Extractor
     from hostcore.seams.hookspecs import hookimpl
     from hostcore.seams.host import PluginHost, RateLimits, ServiceKey, Slot
+    from hostcore.seams.index import Changes, DerivedIndex
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import prompt, resource
     from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
     from hostcore.seams.settings import Setting
     from hostcore.seams.shared import SharedState
+    from hostcore.seams.sqlite import DerivedDB
     from hostcore.seams.storage import (
         ANY,
         Change,
@@ -95,6 +97,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         out_of_space,
     )
     from hostcore.seams.tool import Tool, tool
+    from hostcore.seams.worker import CoalescingWorker
 
 __version__ = "0.1.0"
 
@@ -117,16 +120,19 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.extract": ("Extractor",),
     "hostcore.seams.hookspecs": ("hookimpl",),
     "hostcore.seams.host": ("PluginHost", "RateLimits", "ServiceKey", "Slot"),
+    "hostcore.seams.index": ("Changes", "DerivedIndex"),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("prompt", "resource"),
     "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
     "hostcore.seams.settings": ("Setting",),
     "hostcore.seams.shared": ("SharedState",),
+    "hostcore.seams.sqlite": ("DerivedDB",),
     "hostcore.seams.storage": (
         "ANY", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
+    "hostcore.seams.worker": ("CoalescingWorker",),
     "hostcore.browser.sessions": (
         "CSP", "LOGIN_PATH", "LOGOUT_PATH", "admit_page", "check_csrf", "csrf_token", "current_session", "end_session",
         "end_sessions", "login_redirect", "person", "safe_next", "sessions_of", "sign_in", "sign_out",
@@ -165,9 +171,13 @@ __all__ = [
     "SYSTEM",
     "And",
     "Change",
+    "Changes",
+    "CoalescingWorker",
     "ConfigError",
     "Conflict",
     "Delete",
+    "DerivedDB",
+    "DerivedIndex",
     "DiskFull",
     "Embedder",
     "ExtractionFailed",

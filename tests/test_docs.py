@@ -275,15 +275,20 @@ def test_plugins_keep_state_in_slots_as_the_docs_say():
 
 def service_calls() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """Over the service layer's modules: method -> the ``self.`` methods it calls, and event -> the
-    methods that notify it."""
+    methods that notify it, or plan it (``Plan("<event>", ...)``: ``_announce`` sends a plan's event
+    once it landed, so the method that made the plan is the one that sends it)."""
     calls: dict[str, set[str]] = {}
     sends: dict[str, set[str]] = {}
     for path in (ROOT / "hostcore" / "service").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name == "_announce":
                 continue
             for call in ast.walk(node):
-                if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+                if not isinstance(call, ast.Call):
+                    continue
+                if isinstance(call.func, ast.Name) and call.func.id == "Plan" and call.args and isinstance(call.args[0], ast.Constant):
+                    sends.setdefault(call.args[0].value, set()).add(node.name)
+                if not isinstance(call.func, ast.Attribute):
                     continue
                 if isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
                     calls.setdefault(node.name, set()).add(call.func.attr)

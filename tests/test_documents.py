@@ -25,7 +25,7 @@ from hostcore.cli import main
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
-from hostcore.indexes.passages import CHUNK_CHARS, PassageIndex, excerpt, listed_documents, query_words, split_passages
+from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, query_words, split_passages
 
 from .conftest import principal
 
@@ -72,9 +72,13 @@ def upload(wiki, slug: str, filename: str, data: bytes) -> dict:
 
 
 def indexed(host: Host) -> None:
-    assert host.passages is not None
-    host.passages.kick()
-    host.passages.wait()
+    """Every change so far taken in by the passage index and indexed."""
+    host.indexes.wait()
+
+
+def pending(host: Host) -> int:
+    """The documents the passage index still has to index, every change so far taken in."""
+    return int(host.indexes.status("passage index")["pending"])
 
 
 def docs_instance(instance: Path) -> Iterator[Host]:
@@ -271,7 +275,7 @@ def test_a_deleted_page_or_attachment_is_never_found(doc_host, monkeypatch):
     assert "notes/cats" in [r["id"] for r in reader.search("resting feline grooming")["results"]]
     admin.delete_page("notes/plan")  # and its attachment report.txt with it
     admin.delete_page("notes/cats")
-    assert index.status()["pending"] == 3  # still indexed
+    assert pending(doc_host) == 3  # still indexed
     assert "report.txt" not in [h["filename"] for h in reader.search_attachments("invoices kitten")["hits"]]
     results = [r["id"] for r in reader.search("resting feline grooming")["results"]]
     assert "notes/cats" not in results and "/_/files/notes/plan/report.txt" not in results
@@ -290,27 +294,27 @@ def test_only_namespaces_the_caller_may_read(docs):
         team.search_attachments("   ")
 
 
-def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path):
-    host = make_host(tmp_path / "instance", EMBEDDER="")  # no page is the host's to index: the test takes the steps
-    index = PassageIndex(host, tmp_path / "instance" / "stepped.sqlite", HashingEmbedder())
+def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path, monkeypatch):
+    host = make_host(tmp_path / "instance", EMBEDDER="hashing")
+    index = host.passages
+    monkeypatch.setattr(index, "kick", lambda: None)  # the background thread never comes: the test takes the steps
+    index.wait()
     try:
-        index.prepare(start=False)
         admin = host.wiki(SYSTEM)
         admin.save_namespace("notes", title="Notes")
         for i in range(7):
             admin.save_page(f"notes/p{i}", body=f"page number {i}")
-        status = index.status()
+        status = host.indexes.status("passage index")
         assert status["pending"] == 7 and status["documents"] == 0
         assert index.step(limit=3) == 4
         assert index.step(limit=3) == 1
         assert index.status()["pending"] == 1
         assert index.step(limit=3) == 0 and index.status()["pending"] == 0
         admin.delete_page("notes/p0")
-        assert index.status()["pending"] == 1
+        assert pending(host) == 1
         index.step()
         assert index.status() == {"embedder": "hashing", "documents": 6, "passages": 6, "pending": 0}
     finally:
-        index.close()
         host.close()
 
 
@@ -385,17 +389,17 @@ def test_a_stream_of_saves_is_indexed_once_per_round(tmp_path):
         passages.round_seconds = 60.0
         page = admin.save_page("notes/p", body="version one", basehash=page["hash"])  # after a quiet spell: at once
         for _ in range(100):
-            if passages.pending() == 0:
+            if pending(host) == 0:
                 break
             time.sleep(0.05)
-        assert passages.pending() == 0 and embedded[-1].endswith("version one")
+        assert pending(host) == 0 and embedded[-1].endswith("version one")
         for n in ("two", "three", "four"):
             page = admin.save_page("notes/p", body=f"version {n}", basehash=page["hash"])
         time.sleep(0.5)
-        assert passages.pending() == 1  # the next round is due a minute after the last one started
+        assert pending(host) == 1  # the next round is due a minute after the last one started
         before = len(embedded)
         passages.wait()  # takes the due round now
-        assert passages.pending() == 0 and [t.rsplit(" ", 1)[1] for t in embedded[before:]] == ["four"]
+        assert pending(host) == 0 and [t.rsplit(" ", 1)[1] for t in embedded[before:]] == ["four"]
     finally:
         host.close()
 

@@ -46,7 +46,6 @@ from hostcore.cli.commands import EMBEDDED_EMBEDDER, EMBEDDED_PLUGINS, EMBEDDED_
 from hostcore.domain.pages import NAMESPACE_FILE
 from hostcore.domain.principal import SYSTEM
 from hostcore.host.host import Host
-from hostcore.indexes.indexer import follower
 
 pytestmark = pytest.mark.slow  # hundreds of drawn calls, uploads among them
 
@@ -196,7 +195,7 @@ def _snapshot(host: Host) -> tuple[Any, ...]:
     also the number of commits), every stored file's hash and the search index's documents (once
     the background catch-up has taken the earlier calls' changes)."""
     assert host.search is not None
-    follower(host).wait()
+    host.indexes.follower.wait()
     return host.storage.version(), host.storage.hashes(), host.search.hashes()
 
 

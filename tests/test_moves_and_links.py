@@ -142,7 +142,7 @@ def test_health_dangling_orphans_stale(git_host):
     assert report["missing"] == [{"from": "notes/a", "to": "notes/missing"}]
     assert report["orphans"] == ["notes/lonely"]
     assert report["stale"] == [] and report["counts"] == {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0}
-    git_host.links._db().execute("UPDATE pages SET changed = ? WHERE slug = 'team/b'", (time.time() - 200 * 86400,))
+    git_host.links.db.connection().execute("UPDATE pages SET changed = ? WHERE slug = 'team/b'", (time.time() - 200 * 86400,))
     assert [s["slug"] for s in wiki.health("team")["stale"]] == ["team/b"]
     limited = git_host.wiki(principal("read", namespaces=["team"]))
     assert limited.health()["missing"] == [] and "storage" not in limited.health()

@@ -7,7 +7,6 @@ import pytest
 from hostcore import ValidationError, create_app
 from hostcore.domain.pages import check_portable, fold
 from hostcore.domain.principal import SYSTEM
-from hostcore.indexes.indexer import follower
 
 from .conftest import principal
 
@@ -124,8 +123,8 @@ def test_case_variants_are_checked_against_every_save_before_this_one(git_host, 
     held back, and for a page saved through another host on the same instance."""
     wiki = git_host.wiki(principal("write"))
     wiki.save_page("notes/foo", body="old")
-    follower(git_host).wait()
-    monkeypatch.setattr(follower(git_host), "kick", lambda: None)  # the background never comes
+    git_host.indexes.follower.wait()
+    monkeypatch.setattr(git_host.indexes.follower, "kick", lambda: None)  # the background never comes
     wiki.delete_page("notes/foo")
     assert wiki.save_page("notes/Foo", body="new")["hash"]  # notes/foo is known to be gone
     other = create_app({"PLUGINS": ["git", "tokens"], "STORAGE": "git"}, instance_path=git_host.instance_path)

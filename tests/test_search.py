@@ -10,7 +10,6 @@ from click.testing import CliRunner
 from hostcore import Unavailable, ValidationError, create_app
 from hostcore.cli.commands import main
 from hostcore.domain.principal import SYSTEM
-from hostcore.indexes.indexer import FOLLOWER, Follower, follower
 
 from .conftest import principal
 
@@ -139,7 +138,7 @@ def test_catch_up_after_outside_commit_and_reindex(search_host, tmp_path, monkey
 
 def test_index_records_the_storage_version_it_reflects(search_host):
     backend = search_host.search
-    follower(search_host).wait()
+    search_host.indexes.follower.wait()
     assert backend.storage_version() == search_host.storage.version()  # recorded by the catch-up after the writes
     backend.set_storage_version("f" * 40)
     reopened = type(backend)(backend.root, backend.config)
@@ -154,7 +153,7 @@ def test_saves_answer_without_waiting_for_the_index_and_reads_catch_up_first(sea
     the saves that come meanwhile in one pass, and a search waits for it rather than answer older."""
     admin, backend = search_host.wiki(SYSTEM), search_host.search
     pages = [admin.save_page(f"notes/next{i}", body="nothing yet") for i in range(5)]  # updated below: a new page's
-    follower(search_host).wait()  # name is checked against the link graph, which waits for the catch-up
+    search_host.indexes.follower.wait()  # name is checked against the link graph, which waits for the catch-up
     indexing, release, passes = threading.Event(), threading.Event(), []
     update = backend.update
 
@@ -184,8 +183,9 @@ def test_background_catch_ups_keep_a_gap_and_reads_never_wait_for_it(search_host
     """Under a stream of saves the background catch-up starts at most once a gap (the saves that
     come meanwhile share its pass: one index commit instead of one each); a read does not wait for
     the gap but catches up itself, and ``wait`` takes the pass that is due at once."""
-    follower(search_host).stop()
-    paced = search_host.state[FOLLOWER] = Follower(search_host, gap=60.0)
+    paced = search_host.indexes.follower
+    paced.wait()  # nothing held back: the next save after a quiet spell is taken at once
+    paced.gap = 60.0
     admin, backend, passes = search_host.wiki(SYSTEM), search_host.search, []
     update = backend.update
     monkeypatch.setattr(

@@ -291,7 +291,8 @@ def test_the_override_check_finds_an_override():
 
 
 def writes_off_the_change_path(service: Path) -> list[str]:
-    """Functions of the service layer that call ``storage.apply`` without making their Change
+    """Functions of the service layer that write (``self._store``, or ``storage.apply`` anywhere but
+    in ``_store``, the one place a change is applied and announced) without making their Change
     through ``self._change`` (the writes limit and free-disk check of :mod:`hostcore.service.policy`)."""
     found = []
     for path in sorted(service.glob("*.py")):
@@ -301,7 +302,10 @@ def writes_off_the_change_path(service: Path) -> list[str]:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             calls = {ast.unparse(call.func) for call in ast.walk(node) if isinstance(call, ast.Call)}
-            if any(c.endswith("storage.apply") for c in calls) and "self._change" not in calls:
+            if node.name == "_store":
+                continue
+            writes = any(c.endswith("storage.apply") for c in calls)
+            if writes or ("self._store" in calls and "self._change" not in calls):
                 found.append(f"{path.name}:{node.lineno} {node.name}")
     return found
 
@@ -310,6 +314,8 @@ def test_every_write_of_the_service_takes_the_change_path(tmp_path):
     service = Path(__file__).resolve().parent.parent / "hostcore" / "service"
     assert writes_off_the_change_path(service) == []
     (tmp_path / "sneaky.py").write_text("def write(self, ops):\n    self.storage.apply(ops, None)\n")
+    assert writes_off_the_change_path(tmp_path) == ["sneaky.py:1 write"]
+    (tmp_path / "sneaky.py").write_text("def write(self, ops, change):\n    self._store(ops, change)\n")
     assert writes_off_the_change_path(tmp_path) == ["sneaky.py:1 write"]
 
 

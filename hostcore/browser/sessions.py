@@ -113,7 +113,7 @@ def _error_response(status: int, message: str, error: dict[str, Any]) -> Respons
     return response
 
 
-def admit_page(host: Host | None = None, *, count: bool = True) -> None:
+def admit_page(host: PluginHost | None = None, *, count: bool = True) -> None:
     """Let this request reach a page only as every HTTP route of the wiki is reached
     (:mod:`hostcore.service.policy`): a ``Host`` the wiki does not serve is refused with 421, a
     foreign ``Origin`` with 403 (``Origin: null`` goes on to :func:`check_csrf`), and, when
@@ -132,7 +132,7 @@ def admit_page(host: Host | None = None, *, count: bool = True) -> None:
             caller = person(host)
         except Unavailable:  # who it is cannot be told: counted as a visitor, as pages read it
             caller = None
-        spend_request(host, caller, request.remote_addr)
+        spend_request(cast("Host", host), caller, request.remote_addr)
 
 
 def security_headers(response: Response) -> Response:
@@ -220,7 +220,7 @@ def person(host: PluginHost | None = None) -> Principal | None:
     return found
 
 
-def _person(host: Host) -> Principal | None:
+def _person(host: PluginHost) -> Principal | None:
     if request.headers.get("Authorization"):
         principal = host.pm.hook.authenticate(request=request, host=host)
         if principal is None:

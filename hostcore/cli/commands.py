@@ -365,31 +365,33 @@ def tools_(obj: CliContext, markdown: bool) -> None:
 @instance_option
 @click.pass_obj
 def reindex(obj: CliContext) -> None:
-    """Rebuild the search index and the passage index (and catch up the link graph) from storage.
+    """Rebuild the search index, the passage index and the plugins' derived indexes (and catch up
+    the link graph) from storage.
 
     Works on any instance whose storage is readable: damaged index files are set aside as the host
     opens them, and the start-up hooks (which would rebuild in the background) do not run.
     """
     from hostcore.app import build_host
     from hostcore.domain.pages import slug_from_path
-    from hostcore.indexes.indexer import catch_up_links, catch_up_search
+    from hostcore.indexes.indexer import LINK_GRAPH, PASSAGE_INDEX, SEARCH_INDEX
 
     host = build_host(obj.instance, start=False)
+    indexes = host.indexes
     if host.search is not None:
-        host.search.clear()
         total = sum(1 for path in host.storage.list() if slug_from_path(path))
         with click.progressbar(length=total, label="indexing pages", file=sys.stderr) as bar:
-            indexed, _removed = catch_up_search(host, progress=bar.update, full=True)
-        host.search.rebuild.done()
+            indexed = indexes.reindex(SEARCH_INDEX, bar.update)
         click.echo(f"indexed {indexed} pages")
-    catch_up_links(host)
-    host.links.rebuild.done()
-    host.passages.prepare(start=False)
-    host.passages.clear()
-    embedding = host.passages.embedder is not None  # else attachments' words only
+    indexes.reindex(LINK_GRAPH, empty=False)
+    for index in indexes:  # the plugins' own derived indexes
+        if index.name not in (SEARCH_INDEX, LINK_GRAPH, PASSAGE_INDEX):
+            click.echo(f"rebuilt the {index.name}: {indexes.reindex(index.name)} {index.unit}")
+    indexes.reindex(PASSAGE_INDEX)
+    passages = host.passages
+    embedding = passages.embedder is not None  # else attachments' words only
     label = "embedding passages" if embedding else "indexing attachments' passages"
-    with click.progressbar(length=host.passages.pending(), label=label, file=sys.stderr) as bar:
-        documents = host.passages.catch_up(progress=bar.update)
+    with click.progressbar(length=passages.pending(), label=label, file=sys.stderr) as bar:
+        documents = passages.catch_up(progress=bar.update)
     click.echo(f"embedded the passages of {documents} pages and attachments" if embedding else f"indexed the passages of {documents} attachments")
     host.close()
 
@@ -403,7 +405,7 @@ def status(obj: CliContext) -> None:
 
     host = build_host(obj.instance, start=False)
     try:
-        state = host.passages.status()
+        state = host.indexes.status("passage index")
         by = f"embedder {state['embedder']}" if state["embedder"] else "keyword only (EMBEDDER is empty)"
         click.echo(f"passages: {by}, {state['documents']} documents indexed ({state['passages']} passages), {state['pending']} pending")
     finally:

@@ -26,6 +26,7 @@ from hostcore.host.registry import Registry, instances, subclasses
 from hostcore.host.shared import RedisShared, SqliteShared
 from hostcore.host.uploads import UploadTickets
 from hostcore.indexes.extraction import TextExtraction
+from hostcore.indexes.indexer import Indexes
 from hostcore.indexes.link_graph import LinkGraph
 from hostcore.indexes.passages import PassageIndex
 from hostcore.seams.embed import Embedder
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from hostcore.service.wiki import Wiki
 
 log = logging.getLogger("hostcore")
-PAGE_EVENTS = ("page_saved", "page_deleted", "page_moved")  # what notify() delivers, listener by listener
+EVENTS = ("storage_changed", "page_saved", "page_deleted", "page_moved")  # what notify() delivers, listener by listener
 PATH_SETTING = Setting(str, None, "the backend's folder, relative to the instance folder")
 T = TypeVar("T")
 _ABSENT = object()
@@ -151,7 +152,7 @@ class Host(PluginHost):
         self._slots: dict[Slot[Any], Any] = {}
         self._slots_lock = threading.RLock()  # a slot's make may ask for another slot
         self._closers: list[Callable[[], None]] = []  # see on_close
-        for event in PAGE_EVENTS:
+        for event in EVENTS:
             for impl in getattr(pm.hook, event).get_hookimpls():
                 if impl.wrapper or impl.hookwrapper:
                     raise StartupError(f"plugin {impl.plugin_name}: {event} cannot be a wrapper; events reach each listener on its own")
@@ -191,6 +192,11 @@ class Host(PluginHost):
         name = config.get("EMBEDDER")
         embedder = self.embedders[name](self.plugin_config(name)) if name else None  # None: attachments by keyword only
         self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
+        self.indexes = Indexes(
+            self.storage, self.instance_path, links=self.links, search=self.search, passages=self.passages,
+            disk_full=self.disk_full, every=config.get("CATCH_UP_SECONDS") or 0.0,
+        )  # fmt: skip
+        pm.hook.register_derived_indexes(register=self.indexes.register, host=self)
         self.limiter = RateLimiter(config["RATE_LIMITS"], self.redis, prefix=f"hostcore:{config['PUBLIC_URL']}")
         self.services = service_registry().collect(pm, host=self)
         self._fitting: dict[ServiceKey[Any], object] = {}  # see service
@@ -326,20 +332,10 @@ class Host(PluginHost):
                 fn()
             except Exception:
                 log.exception("a plugin's close callback (%s) failed", getattr(fn, "__qualname__", fn))
-        follower = self.state.get("hostcore.indexer.follower")
-        if follower is not None:  # the background catch-up: done and stopped before the indexes close
-            follower.stop()
-        self.links.rebuild.wait()
-        if self.search is not None:
-            self.search.rebuild.wait()
-        if self.passages is not None:
-            self.passages.close()
-        self.links.close()
+        self.indexes.close()  # the background catch-up done and stopped, then every derived index
         self.uploads.close()
         self.extraction.close()
         self.shared.close()
         if self.redis is not None:
             self.redis.close()
         self.storage.close()
-        if self.search is not None:
-            self.search.close()

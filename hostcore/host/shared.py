@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from hostcore.errors import Unavailable
-from hostcore.indexes.sqlite import ThreadLocalDB
 from hostcore.seams.derived import damaged, file_id, quick_check
 from hostcore.seams.shared import Finding, Record, Row, SharedState, check_kind_key
+from hostcore.seams.sqlite import DerivedDB
 
 if TYPE_CHECKING:
     import redis
@@ -88,14 +88,14 @@ class SqliteShared(SharedState):
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path)
         self.clock = clock
-        self._db = ThreadLocalDB(self.path, SCHEMA)
+        self._db = DerivedDB(self.path, "shared state", SCHEMA, pragmas=(), meta=False)
         self._marker = self.path.with_name(self.path.name + ".damage")
         self._logged = False
 
     def failed(self, exc: sqlite3.Error) -> Unavailable:
         """The error to raise for ``exc``, met while using the file (damage is recorded and logged)."""
         if damaged(exc):
-            self._db.close()  # this thread reopens at its next use: the file may have been repaired meanwhile
+            self._db.reset()  # this thread reopens at its next use: the file may have been repaired meanwhile
             self._note(str(exc))
             if not self._logged:
                 self._logged = True
@@ -148,7 +148,7 @@ class SqliteShared(SharedState):
     @_guarded
     def get(self, kind: str, key: str) -> Record | None:
         check_kind_key(kind, key)
-        row = self._db.db().execute(
+        row = self._db.connection().execute(
             "SELECT value FROM records WHERE kind = ? AND key = ? AND (expires IS NULL OR expires > ?)",
             (kind, key, self.clock()),
         ).fetchone()
@@ -157,7 +157,7 @@ class SqliteShared(SharedState):
     @_guarded
     def put(self, kind: str, key: str, value: Record, ttl: float | None = None) -> None:
         check_kind_key(kind, key)
-        self._db.db().execute(
+        self._db.connection().execute(
             "INSERT OR REPLACE INTO records (kind, key, value, expires) VALUES (?, ?, ?, ?)",
             (kind, key, json.dumps(value), _expires(ttl, self.clock())),
         )
@@ -166,7 +166,7 @@ class SqliteShared(SharedState):
     def add(self, kind: str, key: str, value: Record, ttl: float | None = None) -> bool:
         check_kind_key(kind, key)
         # One statement: an expired record is replaced, a live one is kept (and the call loses).
-        cur = self._db.db().execute(
+        cur = self._db.connection().execute(
             "INSERT INTO records (kind, key, value, expires) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires = excluded.expires "
             "WHERE records.expires IS NOT NULL AND records.expires <= ?",
@@ -177,7 +177,7 @@ class SqliteShared(SharedState):
     @_guarded
     def take(self, kind: str, key: str) -> Record | None:
         check_kind_key(kind, key)
-        row = self._db.db().execute(
+        row = self._db.connection().execute(
             "DELETE FROM records WHERE kind = ? AND key = ? RETURNING value, expires", (kind, key)
         ).fetchone()
         if row is None or (row[1] is not None and row[1] <= self.clock()):
@@ -188,7 +188,7 @@ class SqliteShared(SharedState):
     def delete(self, kind: str, key: str) -> bool:
         check_kind_key(kind, key)
         now = self.clock()
-        cur = self._db.db().execute(
+        cur = self._db.connection().execute(
             "DELETE FROM records WHERE kind = ? AND key = ? RETURNING expires", (kind, key)
         ).fetchone()
         return cur is not None and (cur[0] is None or cur[0] > now)
@@ -196,7 +196,7 @@ class SqliteShared(SharedState):
     @_guarded
     def scan(self, kind: str) -> list[tuple[str, Record]]:
         check_kind_key(kind, "*")
-        db = self._db.db()
+        db = self._db.connection()
         now = self.clock()
         db.execute("DELETE FROM records WHERE kind = ? AND expires IS NOT NULL AND expires <= ?", (kind, now))
         rows = db.execute("SELECT key, value FROM records WHERE kind = ? ORDER BY key", (kind,))
@@ -204,7 +204,7 @@ class SqliteShared(SharedState):
 
     @_guarded
     def records(self) -> list[Row]:
-        rows = self._db.db().execute(
+        rows = self._db.connection().execute(
             "SELECT kind, key, value, expires FROM records WHERE expires IS NULL OR expires > ? ORDER BY kind, key",
             (self.clock(),),
         )
@@ -213,7 +213,7 @@ class SqliteShared(SharedState):
     @_guarded
     def load(self, rows: Iterable[Row]) -> int:
         live = live_rows(rows)
-        db = self._db.db()
+        db = self._db.connection()
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany(
@@ -229,7 +229,7 @@ class SqliteShared(SharedState):
     @_guarded
     def copy_to(self, target: sqlite3.Connection) -> None:
         """Copy the whole file into ``target`` with SQLite's backup API: consistent while others write."""
-        self._db.db().backup(target)
+        self._db.connection().backup(target)
 
     def close(self) -> None:
         self._db.close()

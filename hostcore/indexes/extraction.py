@@ -29,8 +29,8 @@ from typing import Literal
 
 from hostcore.errors import ExtractionFailed
 from hostcore.indexes.extract_child import READY
-from hostcore.indexes.sqlite import ThreadLocalDB
 from hostcore.seams.extract import Extractor, choose
+from hostcore.seams.sqlite import DerivedDB
 
 Status = Literal["extracted", "unsupported", "failed"]
 START_SECONDS = 120.0
@@ -139,7 +139,7 @@ class TextExtraction:
         self.extractors = extractors
         self.timeout = timeout
         self.memory = memory
-        self._db = ThreadLocalDB(path, _SCHEMA)
+        self._db = DerivedDB(self.path, "extracted text cache", _SCHEMA, pragmas=())
 
 
     def cached(self, digest: str, media_type: str) -> Extraction | None:
@@ -147,7 +147,7 @@ class TextExtraction:
         extractor = choose(self.extractors, media_type)
         if extractor is None:
             return self._unsupported(media_type)
-        row = self._db.db().execute(
+        row = self._db.connection().execute(
             "SELECT status, text, reason FROM texts WHERE hash = ? AND extractor = ?", (digest, extractor.name)
         ).fetchone()
         return Extraction(row[0], row[1], row[2], extractor.name) if row is not None else None
@@ -164,7 +164,7 @@ class TextExtraction:
                                 extractor=extractor.name)  # fmt: skip
         except ExtractionFailed as exc:
             result = Extraction("failed", reason=exc.message, extractor=extractor.name)
-        self._db.db().execute(
+        self._db.connection().execute(
             "INSERT OR REPLACE INTO texts (hash, extractor, status, text, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
             (digest, extractor.name, result.status, result.text, result.reason, time.time()),
         )

@@ -15,15 +15,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import attachment_links
-from hostcore.domain.pages import Page, wiki_links
-from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generation, new_generation, recover_sqlite, wal
+from hostcore.domain.pages import Page, page_path, wiki_links
+from hostcore.seams.derived import file_id, generation
+from hostcore.seams.index import Changes, DerivedIndex
+from hostcore.seams.sqlite import DerivedDB
 
 
 class LinkingPage(TypedDict):
@@ -65,8 +67,6 @@ CREATE INDEX IF NOT EXISTS pages_changed ON pages(changed);
 CREATE INDEX IF NOT EXISTS pages_nocase ON pages(slug COLLATE NOCASE);
 -- every folder below a namespace that ever held a page, one row per name ignoring case (case_variant)
 CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY COLLATE NOCASE) WITHOUT ROWID;
--- the storage version (Storage.version) the graph reflects, and 'generation', new at every update
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS pages_orphans ON pages(inbound, namespace, slug);
 CREATE TABLE IF NOT EXISTS links (
     source TEXT NOT NULL,
@@ -104,7 +104,7 @@ def _in(namespaces: Collection[str] | None, column: str) -> tuple[str, list[str]
     return f"{column} IN ({','.join('?' * len(names))})" if names else "0", names
 
 
-class LinkGraph:
+class LinkGraph(DerivedIndex):
     """Pages and wiki-links in ``path`` (SQLite, WAL): shared safely by threads and processes.
 
     A damaged file (checked at start-up, or an error at run time) is set aside and started again
@@ -112,66 +112,40 @@ class LinkGraph:
     tools make (backlinks, health, page counts) answer Unavailable meanwhile.
     """
 
+    name = "link graph"
+    db: DerivedDB
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._local = threading.local()
-        self.rebuild = Rebuild(self.path.with_name(self.path.name + ".rebuilding"), "link graph")
+        self.db = DerivedDB(self.path, self.name, _SCHEMA, SCHEMA_VERSION, rebuild=True)
         self._facts: OrderedDict[str, tuple[tuple[Any, str | None], list[PageFact]]] = OrderedDict()  # see pages_in
         self._facts_lock = threading.Lock()
-        if recover_sqlite(self.path, "link graph"):
-            self.rebuild.start()
-        self._db()
+        self.db.check()
+        self.db.connection()
 
-    def _db(self) -> sqlite3.Connection:
-        db = getattr(self._local, "db", None)
-        opened = file_id(self.path)
-        if db is not None and (opened is None or opened != self._local.opened):  # set aside by another process
-            db.close()
-            db = self._local.db = None
-        if db is None:
-            self._local.opened = opened  # what a damaged file found while opening is recognised by
-            db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            try:
-                wal(db)
-                db.execute("PRAGMA synchronous=NORMAL")
-                if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                    # Derived data: an older layout (or a new file) is made anew and rebuilt by the catch-up.
-                    db.execute("BEGIN IMMEDIATE")
-                    if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                        db.execute("DROP TABLE IF EXISTS pages")
-                        db.execute("DROP TABLE IF EXISTS links")
-                        db.execute("DROP TABLE IF EXISTS folders")
-                        db.execute("DROP TABLE IF EXISTS meta")
-                        db.execute("DROP TABLE IF EXISTS file_links")
-                        for statement in _SCHEMA.split(";")[:-1]:
-                            db.execute(statement)
-                        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                        new_generation(db)
-                    db.execute("COMMIT")
-            except BaseException:
-                db.close()
-                raise
-            self._local.db, self._local.opened = db, opened  # None: a snapshot on a full disk, reopened at next use
-        return db
+    @property
+    def lock(self) -> str:
+        return "links.catch-up.lock"
 
-    @contextmanager
-    def _guard(self) -> Iterator[sqlite3.Connection]:
+    def indexed(self) -> dict[str, str]:
+        return {page_path(slug): digest for slug, digest in self.hashes().items()}
+
+    def apply(self, changes: Changes) -> None:
+        """Record the changed pages, each changed when storage says it last was, and drop the deleted ones."""
+        for pages, removed in changes.pages():
+            changed = changes.storage.last_changed([page_path(p.slug) for p in pages])
+            times = {p.slug: changed[page_path(p.slug)].timestamp() for p in pages if page_path(p.slug) in changed}
+            self.update(pages, removed, times=times)
+
+    def _guard(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's connection; a damaged file is set aside and Unavailable raised."""
-        try:
-            yield self._db()
-        except sqlite3.DatabaseError as exc:
-            if not damaged(exc):
-                raise
-            opened = getattr(self._local, "opened", None)
-            self.close()
-            if recover_sqlite(self.path, "link graph", error=exc, opened=opened):
-                self.rebuild.start()
-            raise self.rebuild.error() from exc
+        return self.db.guard()
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
         """:meth:`_guard` for the reads tools make: Unavailable while the graph is being rebuilt."""
-        self.rebuild.check()
+        assert self.db.rebuild is not None
+        self.db.rebuild.check()
         with self._guard() as db:
             yield db
 
@@ -182,14 +156,7 @@ class LinkGraph:
         health answers from indexes instead of scanning every page and link.
         """
         now = time.time()
-        with self._guard() as db:
-            self._update(db, pages, removed, times, now)
-
-    def _update(
-        self, db: sqlite3.Connection, pages: Sequence[Page], removed: Sequence[str], times: dict[str, float] | None, now: float
-    ) -> None:
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.db.transaction() as db:
             for slug in removed:
                 self._drop_links_from(db, slug)
                 db.execute("DELETE FROM pages WHERE slug = ?", (slug,))
@@ -217,12 +184,6 @@ class LinkGraph:
                     "INSERT OR IGNORE INTO file_links (source, source_namespace, page, filename) VALUES (?, ?, ?, ?)",
                     [(page.slug, page.namespace, owner, name) for owner, name in attachment_links(page.body)],
                 )
-            new_generation(db)
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def _drop_links_from(db: sqlite3.Connection, slug: str) -> None:
@@ -235,19 +196,6 @@ class LinkGraph:
     def hashes(self) -> dict[str, str]:
         with self._guard() as db:
             return dict(db.execute("SELECT slug, hash FROM pages"))
-
-    def storage_version(self) -> str | None:
-        """The storage version (``Storage.version``) the graph reflects; None when unknown."""
-        with self._guard() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'storage_version'").fetchone()
-        return row[0] if row else None
-
-    def set_storage_version(self, version: str | None) -> None:
-        with self._guard() as db:
-            if version is None:
-                db.execute("DELETE FROM meta WHERE key = 'storage_version'")
-            else:
-                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('storage_version', ?)", (version,))
 
     def page_counts(self) -> dict[str, int]:
         """Namespace -> number of pages in it."""
@@ -385,8 +333,3 @@ class LinkGraph:
         with self._reading() as db:
             return [r[0] for r in db.execute("SELECT source FROM links WHERE target = ? ORDER BY source", (slug,))]
 
-    def close(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local.db = None

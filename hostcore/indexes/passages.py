@@ -11,31 +11,25 @@ by reciprocal rank fusion (:data:`RRF_K`): a passage ranked high by either comes
 high by both before it. Without an embedder the keyword ranking alone answers. A document storage
 no longer holds is never answered, even before the index drops it.
 
-It is derived state, kept off the request path: a background thread of each process
-(:meth:`PassageIndex.kick`, after every page event, upload and search) compares storage's files
-with what is indexed and indexes what differs in bounded steps (:data:`STEP_DOCUMENTS` documents
-a step, one transaction each, under ``passages.lock`` so one process indexes at a time); searches
-answer from what is indexed meanwhile and say how many documents are pending. Under a stream of
-changes a round of indexing starts at most every :data:`ROUND_SECONDS`, so a page saved again and
-again meanwhile is embedded once per round, not once per save (a change after a quiet spell is
-taken at once). Without an embedder only attachments are indexed, and only an upload or a search
-wakes the thread (a page event need not: nothing of a page is indexed, and a search leaves out what
-storage no longer holds). A damaged file is set aside and a deleted one recreated; either way it
+It is a derived index (:class:`~hostcore.seams.index.DerivedIndex`), kept off the request path:
+the host hands it the paths that changed in storage, in commit order (:meth:`PassageIndex.apply`),
+which it only notes as pending; a background thread of each process then indexes what is pending
+in bounded steps (:data:`STEP_DOCUMENTS` documents a step, one transaction each, under
+``passages.lock`` so one process indexes at a time); searches answer from what is indexed meanwhile
+and say how many documents are pending. Under a stream of changes a round of indexing starts at
+most every :data:`ROUND_SECONDS`, so a page saved again and again meanwhile is embedded once per
+round, not once per save (a change after a quiet spell is taken at once). Without an embedder only
+attachments are indexed. A damaged file is set aside and a deleted one recreated; either way it
 fills again from storage.
 """
 
 from __future__ import annotations
 
-import fcntl
 import html
 import logging
-import os
 import re
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -45,11 +39,13 @@ import numpy as np
 
 from hostcore.domain.attachments import sniff, split_attachment_path
 from hostcore.domain.pages import Page, slug_from_path
-from hostcore.errors import DiskFull, NotFound, Unavailable
-from hostcore.seams.derived import connect, damaged, file_id, recover_sqlite, wal
+from hostcore.errors import NotFound
+from hostcore.seams.derived import file_id
 from hostcore.seams.embed import Embedder, Vectors
-from hostcore.seams.hookspecs import hookimpl
-from hostcore.seams.storage import disk_full
+from hostcore.seams.index import Changes, DerivedIndex
+from hostcore.seams.locks import FileLock
+from hostcore.seams.sqlite import DerivedDB
+from hostcore.seams.worker import CoalescingWorker
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -64,7 +60,7 @@ MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a 
 STEP_DOCUMENTS = 16  # documents indexed in one bounded step
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
 CANDIDATES = 100  # passages taken from each ranking into the fusion
-MAX_FOLLOWED = 1000  # changed paths looked up one by one; beyond, storage is listed whole
+MAX_FOLLOWED = 1000  # changed paths looked up one by one for the answers' check; beyond, storage is listed whole
 RRF_K = 60  # reciprocal rank fusion: score = sum of 1 / (RRF_K + rank)
 MAX_QUERY_WORDS = 32
 EXCERPT_CHARS = 300
@@ -77,7 +73,6 @@ STOP_WORDS = frozenset(
 )
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS docs (
     path TEXT PRIMARY KEY, hash TEXT NOT NULL, kind TEXT NOT NULL, slug TEXT NOT NULL, filename TEXT NOT NULL,
     namespace TEXT NOT NULL, title TEXT NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL
@@ -95,7 +90,9 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
-INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', '0');
+-- paths the host handed over (apply) and not indexed yet; ask tells a path handed over again
+-- while a step indexed it from the one that step took
+CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY, ask INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -216,100 +213,207 @@ class _Matrix:
         return keep
 
 
-class PassageIndex:
+class PassageIndex(DerivedIndex):
     """The passages of pages and attachments, their keyword index and vectors (``path``, SQLite)."""
+
+    name = "passage index"
+    unit = "documents"
+    eventual = True
+    db: DerivedDB
 
     def __init__(self, host: Host, path: Path, embedder: Embedder | None) -> None:
         self.host = host
         self.path = Path(path)
         self.embedder = embedder  # None: keyword only
         self.signature = f"{embedder.name}/{embedder.dimensions}" if embedder is not None else "keyword"
-        self._local = threading.local()
-        self._lock = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._again = False
-        self._hurry = False  # wait() or close(): take the next round now
-        self._closed = False
-        self._load = False  # prepare(): the background thread loads the embedder's model first
-        self.round_seconds = ROUND_SECONDS
-        self._plan: tuple[tuple[object, ...], tuple[list[str], list[str], dict[str, Document]]] | None = None
+        self.db = DerivedDB(self.path, self.name, _SCHEMA, rebuild=True, setup=self._sign)
+        # a failed round is tried again at the next change or search (damage: by the rebuild)
+        self._worker = CoalescingWorker(self._work, "passage index", what="passage index", gap=ROUND_SECONDS, logger=log)
+        self._load = False  # start(): the background thread loads the embedder's model first
         self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
-        self._matrix: tuple[tuple[tuple[int, int] | None, str], _Matrix] | None = None
+        self._matrix: tuple[tuple[tuple[int, int] | None, str | None], _Matrix] | None = None
 
-    # --- the file ------------------------------------------------------------------------
+    def _sign(self, db: sqlite3.Connection) -> None:
+        """A new file's vectors are this embedder's (an older file of another one is emptied by :meth:`prepare`)."""
+        db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
 
-    def _db(self) -> sqlite3.Connection:
-        """This thread's connection, reopened when the file was replaced (set aside, deleted)."""
-        current = file_id(self.path)
-        db, opened = getattr(self._local, "db", None), getattr(self._local, "opened", None)
-        if db is None or current is None or opened != current:
-            if db is not None:
-                db.close()
-            existed = current is not None
-            if not existed and disk_full(self.path.parent):  # an empty file SQLite could not even switch to WAL
-                raise DiskFull("the passage index is made once there is space on the wiki's disk")
-            db, opened = connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            if opened is not None or not existed:  # writable, not a full disk's read-only snapshot
-                wal(db)
-                db.execute("PRAGMA synchronous=NORMAL")  # derived: what a power cut loses is indexed again
-                db.executescript(_SCHEMA)
-                opened = file_id(self.path)
-            self._local.db, self._local.opened = db, opened
-        return db
+    @property
+    def round_seconds(self) -> float:
+        """Under a stream of changes, a round of indexing starts at most this often."""
+        return self._worker.gap
 
-    @contextmanager
-    def _guard(self) -> Iterator[sqlite3.Connection]:
-        """This thread's connection; a damaged file met meanwhile is set aside, to refill from storage."""
-        db = self._db()
-        try:
-            yield db
-        except sqlite3.DatabaseError as exc:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            if not damaged(exc):
-                raise
-            recover_sqlite(self.path, "passage index", error=exc, opened=getattr(self._local, "opened", None))
-            self.kick()
-            raise Unavailable("the passage index was damaged and is being rebuilt from storage; try again in a minute") from exc
+    @round_seconds.setter
+    def round_seconds(self, seconds: float) -> None:
+        self._worker.gap = seconds
 
-    def prepare(self, start: bool = True) -> None:
-        """At start-up: set a damaged file aside; then (``start``) let the background thread
-        load the embedder's model, forget vectors of another embedder and index, or do the
-        second now. Never waits for another process's indexing, so a worker starts at once."""
-        if self.path.exists():
-            recover_sqlite(self.path, "passage index")
-        if not start:
-            with self._writing():
-                self._forget_other_embedder()
-        elif self.embedder is not None:  # keyword only: the first upload or search fills it
+    # --- what the host hands over ------------------------------------------------------------
+
+    def wants(self, path: str) -> bool:
+        return _document(path, self.embedder is not None) is not None
+
+    def indexed(self) -> dict[str, str]:
+        with self.db.guard() as db:
+            return dict(db.execute("SELECT path, hash FROM docs").fetchall())
+
+    def apply(self, changes: Changes) -> None:
+        """Note the changed documents as pending: the background thread indexes them (:meth:`step`)."""
+        with self.db.transaction(mark=False) as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO pending (path, ask) VALUES (?, (SELECT coalesce(max(ask), 0) + 1 FROM pending))",
+                [(path,) for path in changes.paths],
+            )
+        changes.done(len(changes.paths))
+
+    def prepare(self) -> None:
+        """At start-up (and ``hostcore reindex``): set a damaged file aside (the host rebuilds it);
+        empty the index when its vectors come from another embedder: everything is embedded again."""
+        if self.db.check():
+            return
+        found = self.db.meta("embedder")
+        if found != self.signature:
+            if found is not None:
+                log.info("passage index: the embedder changed (%s -> %s); embedding everything again", found, self.signature)
+            self.clear()
+
+    def clear(self) -> None:
+        """Empty the index and forget the storage version it reflects, keeping the file."""
+        with self._writing(), self.db.transaction() as db:
+            db.execute("DELETE FROM chunks")
+            db.execute("DELETE FROM docs")
+            db.execute("DELETE FROM pending")
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
+            db.execute("DELETE FROM meta WHERE key = 'storage_version'")
+
+    def _writing(self) -> FileLock:
+        """``passages.lock``: one process writes the index's documents at a time."""
+        return FileLock(self.path.with_name("passages.lock"))
+
+    # --- indexing ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Let the background thread load the embedder's model (and index what is pending) now,
+        so the first save does not wait for the model (see Embedder.load)."""
+        if self.embedder is not None:
             self._load = True
             self.kick()
 
-    def _forget_other_embedder(self) -> None:
-        """Empty the index when its vectors come from another embedder (under ``_writing``)."""
-        with self._guard() as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-            if row is None or row[0] != self.signature:
-                if row is not None:
-                    log.info("passage index: the embedder changed (%s -> %s); embedding everything again", row[0], self.signature)
-                db.execute("BEGIN IMMEDIATE")
-                db.execute("DELETE FROM chunks")
-                db.execute("DELETE FROM docs")
-                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
-                db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-                db.execute("COMMIT")
+    def kick(self) -> None:
+        """Make sure this process's background thread looks for pending documents."""
+        self._worker.kick()
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """Hold ``passages.lock``: one process writes the index at a time."""
-        fd = os.open(self.path.with_name("passages.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+    def wait(self) -> None:
+        """Wait until this process's background indexing has nothing left to do (a round due
+        later is taken now)."""
+        self._worker.wait()
 
-    # --- keeping it current --------------------------------------------------------------
+    def _work(self) -> None:
+        """One round of the background thread: every pending document, in steps."""
+        if self._load and self.embedder is not None:  # once: the first save must not wait for it
+            self._load = False
+            self.embedder.load()
+        version = self.host.storage.version()
+        if version is not None:
+            self.stored(version)  # what a search checks its answers against, followed from here on
+        while not self._worker.stopping and self.step():
+            pass
+
+    def step(self, limit: int = STEP_DOCUMENTS) -> int:
+        """Index up to ``limit`` pending documents as storage holds them now (and drop those gone);
+        returns how many are still pending afterwards."""
+        with self._writing():
+            with self.db.guard() as db:
+                taken = db.execute("SELECT path, ask FROM pending ORDER BY path LIMIT ?", (limit,)).fetchall()
+            for path, ask in taken:
+                if self._worker.stopping:
+                    break
+                self._take(path, ask)
+        return self.pending()
+
+    def _take(self, path: str, ask: int) -> None:
+        """Index the document at ``path`` as storage holds it now, or drop it (gone, or no longer
+        a document this index keeps); then it is no longer pending, unless handed over again meanwhile."""
+        found = _document(path, self.embedder is not None)
+        digest = self.host.storage.hash(path) if found is not None else None
+        made = None
+        if found is not None and digest is not None and self._indexed_hash(path) != digest:
+            try:
+                made = self._passages_of(path, *found)
+            except NotFound:  # deleted since
+                digest = None
+        gone = found is None or digest is None
+        with self.db.transaction(mark=gone or made is not None) as db:
+            if gone:
+                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                db.execute("DELETE FROM docs WHERE path = ?", (path,))
+            elif found is not None and made is not None:
+                kind, slug, filename = found
+                title, pieces, vectors, status, reason = made
+                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                db.executemany(
+                    "INSERT INTO chunks (path, start, text, vector) VALUES (?, ?, ?, ?)",
+                    [
+                        (path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes() if vectors is not None else b"")
+                        for i, (start, piece) in enumerate(pieces)
+                    ],
+                )
+                db.execute(
+                    "INSERT OR REPLACE INTO docs (path, hash, kind, slug, filename, namespace, title, status, reason) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (path, digest, kind, slug, filename, slug.split("/", 1)[0], title, status, reason),
+                )
+            db.execute("DELETE FROM pending WHERE path = ? AND ask = ?", (path, ask))
+
+    def _indexed_hash(self, path: str) -> str | None:
+        with self.db.guard() as db:
+            row = db.execute("SELECT hash FROM docs WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def _passages_of(
+        self, path: str, kind: Kind, slug: str, filename: str
+    ) -> tuple[str, list[tuple[int, str]], Vectors | None, str, str]:
+        """(title, passages (offset, text), their vectors, status, reason) of the document at ``path``."""
+        title, text, status, reason = self._text(path, kind, slug, filename)
+        pieces = split_passages(text) if status == "extracted" else []
+        if kind == "page":  # the title is part of what a page means
+            pieces = [(start, f"{title}\n{piece}") for start, piece in pieces] or [(0, title)]
+        vectors = self.embedder.embed([piece for _, piece in pieces]) if pieces and self.embedder is not None else None
+        return title, pieces, vectors, status, reason
+
+    def _text(self, path: str, kind: Kind, slug: str, filename: str) -> tuple[str, str, str, str]:
+        """(title, text, status, reason) of the document at ``path``."""
+        if kind == "page":
+            page = Page.from_bytes(slug, self.host.storage.read(path))
+            return page.title or slug, page.body, "extracted", ""
+        data, digest = self.host.storage.read_with_hash(path)
+        got = self.host.extraction.text(data, digest, sniff(data, filename))
+        return filename, got.text, got.status, got.reason
+
+    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
+        """Index everything pending now, in steps, in this thread; returns how many documents."""
+        done = 0
+        before = self.pending()
+        while before:
+            left = self.step()
+            if progress:
+                progress(max(before - left, 0))
+            done += max(before - left, 0)
+            before = left
+        return done
+
+    def pending(self) -> int:
+        with self.db.guard() as db:
+            return int(db.execute("SELECT count(*) FROM pending").fetchone()[0])
+
+    def status(self) -> dict[str, int | str]:
+        """The embedder, the documents and passages indexed, and the documents still pending."""
+        with self.db.guard() as db:
+            documents, passages, pending = (
+                db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("docs", "chunks", "pending")
+            )
+        return {"embedder": self.embedder.name if self.embedder is not None else "", "documents": documents,
+                "passages": passages, "pending": pending}  # fmt: skip
+
+    # --- what searches check their answers against -------------------------------------------
 
     def stored(self, version: str | None) -> dict[str, Document]:
         """The documents storage holds at ``version`` (its :meth:`~hostcore.Storage.version`, read
@@ -360,165 +464,6 @@ class PassageIndex:
 
         return holds
 
-    def plan(self) -> tuple[list[str], list[str], dict[str, Document]]:
-        """(paths to index, paths to drop, what storage holds). Remembered while neither the
-        storage's version nor the index changed (a search asks for it each time); a storage
-        without versions is compared every time."""
-        version = self.host.storage.version()  # before reading storage: a change meanwhile shows next time
-        with self._guard() as db:
-            key = (version, file_id(self.path), db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
-            cached = self._plan
-            if version is not None and cached is not None and cached[0] == key:
-                return cached[1]
-            indexed = dict(db.execute("SELECT path, hash FROM docs").fetchall())
-        wanted = self.stored(version)
-        todo = sorted(p for p, w in wanted.items() if indexed.get(p) != w[0])
-        plan = (todo, sorted(set(indexed).difference(wanted)), wanted)
-        self._plan = (key, plan)
-        return plan
-
-    def step(self, limit: int = STEP_DOCUMENTS) -> int:
-        """Index up to ``limit`` documents that differ from storage (and drop those gone); returns
-        how many still differ afterwards."""
-        with self._writing():
-            self._forget_other_embedder()  # one read; also marks a file made anew since
-            todo, gone, wanted = self.plan()
-            with self._guard() as db:
-                if gone:
-                    db.execute("BEGIN IMMEDIATE")
-                    for path in gone:
-                        db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-                        db.execute("DELETE FROM docs WHERE path = ?", (path,))
-                    db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-                    db.execute("COMMIT")
-            done = 0
-            for path in todo[:limit]:
-                if self._closed:
-                    break
-                self._index(path, *wanted[path])
-                done += 1
-            return len(todo) - done
-
-    def _text(self, path: str, kind: Kind, slug: str, filename: str) -> tuple[str, str, str, str]:
-        """(title, text, status, reason) of the document at ``path``."""
-        if kind == "page":
-            page = Page.from_bytes(slug, self.host.storage.read(path))
-            return page.title or slug, page.body, "extracted", ""
-        data, digest = self.host.storage.read_with_hash(path)
-        got = self.host.extraction.text(data, digest, sniff(data, filename))
-        return filename, got.text, got.status, got.reason
-
-    def _index(self, path: str, digest: str, kind: Kind, slug: str, filename: str) -> None:
-        try:
-            title, text, status, reason = self._text(path, kind, slug, filename)
-        except NotFound:  # gone since the plan: the next step drops it
-            return
-        pieces = split_passages(text) if status == "extracted" else []
-        if kind == "page":  # the title is part of what a page means
-            pieces = [(start, f"{title}\n{piece}") for start, piece in pieces] or [(0, title)]
-        vectors = self.embedder.embed([piece for _, piece in pieces]) if pieces and self.embedder is not None else None
-        with self._guard() as db:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-            db.executemany(
-                "INSERT INTO chunks (path, start, text, vector) VALUES (?, ?, ?, ?)",
-                [
-                    (path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes() if vectors is not None else b"")
-                    for i, (start, piece) in enumerate(pieces)
-                ],
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO docs (path, hash, kind, slug, filename, namespace, title, status, reason) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (path, digest, kind, slug, filename, slug.split("/", 1)[0], title, status, reason),
-            )
-            db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-            db.execute("COMMIT")
-
-    def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
-        """Index everything that differs from storage now, in steps; returns how many documents."""
-        done = 0
-        while True:
-            before = len(self.plan()[0])
-            left = self.step()
-            if progress:
-                progress(before - left)
-            done += before - left
-            if not left:
-                return done
-
-    def clear(self) -> None:
-        """Empty the index (``hostcore reindex``), keeping the file."""
-        with self._writing(), self._guard() as db:
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("DELETE FROM chunks")
-            db.execute("DELETE FROM docs")
-            db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-            db.execute("COMMIT")
-
-    def kick(self) -> None:
-        """Make sure this process's background thread looks for work (it stops when there is none)."""
-        with self._lock:
-            self._again = True
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(target=self._run, name="passage index", daemon=True)
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if not self._again or self._closed:
-                    self._thread, self._hurry = None, False
-                    self._close_connection()
-                    return
-                self._again = False
-            started = time.monotonic()
-            try:
-                if self._load and self.embedder is not None:  # once: the first save must not wait for it (see Embedder.load)
-                    self._load = False
-                    self.embedder.load()
-                while not self._closed and self.step():
-                    pass
-            except DiskFull as exc:  # the next change or search, once space is freed, tries again
-                log.warning("passage index: %s", exc)
-            except Unavailable as exc:
-                log.warning("passage index: %s", exc)
-                self._again = True
-            except Exception:
-                log.exception("passage index: indexing failed; it is tried again at the next change or search")
-            with self._lock:  # the next round, if kicked meanwhile, once round_seconds have passed
-                while not (self._closed or self._hurry) and (left := started + self.round_seconds - time.monotonic()) > 0:
-                    self._lock.wait(left)
-
-    def wait(self) -> None:
-        """Wait until this process's background indexing has nothing left to do (a round due
-        later is taken now)."""
-        while True:
-            with self._lock:
-                thread = self._thread
-                self._hurry = thread is not None
-                self._lock.notify_all()
-            if thread is None:
-                return
-            thread.join()
-
-    def status(self) -> dict[str, int | str]:
-        """The embedder, the documents and passages indexed, and the documents still pending."""
-        documents = passages = 0
-        if self.path.exists():
-            with self._guard() as db:
-                documents = db.execute("SELECT count(*) FROM docs").fetchone()[0]
-                passages = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return {"embedder": self.embedder.name if self.embedder is not None else "", "documents": documents,
-                "passages": passages, "pending": self.pending()}  # fmt: skip
-
-    def pending(self) -> int:
-        """The documents still to index or to drop (all of them while there is no file yet)."""
-        if not self.path.exists():
-            return len(self.stored(self.host.storage.version()))
-        todo, gone, _ = self.plan()
-        return len(todo) + len(gone)
-
     # --- searching -----------------------------------------------------------------------
 
     def _vectors(self, db: sqlite3.Connection) -> _Matrix:
@@ -526,7 +471,7 @@ class PassageIndex:
         if self.embedder is None:
             return _Matrix([], 0)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        key = (file_id(self.path), meta["generation"])
+        key = (file_id(self.path), meta.get("generation"))
         cached = self._matrix
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -558,9 +503,7 @@ class PassageIndex:
         words = query_words(query)
         fused: dict[int, float] = {}
         paths: dict[int, str] = {}
-        if not self.path.exists():  # nothing indexed yet (on a full disk, nothing can be)
-            return []
-        with self._guard() as db:
+        with self.db.guard() as db:
             if words and "keyword" in modes:
                 where, args = self._scope(kind, namespaces)
                 rows = db.execute(
@@ -626,10 +569,8 @@ class PassageIndex:
         """The ``limit`` documents of ``kind`` whose best passage is nearest ``vector``, at least
         ``least`` similar (all of them but the document at storage path ``exclude``, and only
         those storage holds now), nearest first."""
-        if not self.path.exists():
-            return []
         holds = self._holds()
-        with self._guard() as db:
+        with self.db.guard() as db:
             matrix = self._vectors(db)
             best: dict[str, float] = {}
             for i, similarity in self._near(matrix, vector, kind, namespaces, least, exclude):
@@ -651,9 +592,9 @@ class PassageIndex:
 
     def document_vector(self, path: str) -> Vectors | None:
         """The mean of the document's passage vectors, of length 1; None when it is not indexed (or nothing is embedded)."""
-        if self.embedder is None or not self.path.exists():
+        if self.embedder is None:
             return None
-        with self._guard() as db:
+        with self.db.guard() as db:
             rows = db.execute("SELECT vector FROM chunks WHERE path = ?", (path,)).fetchall()
         if not rows:
             return None
@@ -662,42 +603,6 @@ class PassageIndex:
         return mean / norm if norm else mean
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._lock.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
-        self._close_connection()
-
-    def _close_connection(self) -> None:
-        db = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local.db = None
-
-
-@hookimpl
-def startup(host: Host) -> None:
-    if not host.disk_full():
-        host.passages.prepare()
-
-
-def _kick_for_pages(host: Host) -> None:
-    if host.passages.embedder is not None:  # without one no page is indexed
-        host.passages.kick()
-
-
-@hookimpl
-def page_saved(host: Host) -> None:
-    _kick_for_pages(host)
-
-
-@hookimpl
-def page_deleted(host: Host) -> None:
-    _kick_for_pages(host)
-
-
-@hookimpl
-def page_moved(host: Host) -> None:
-    _kick_for_pages(host)
+        """Stop the background thread (after the document it is at) and close the file."""
+        self._worker.stop(finish=False)
+        self.db.close()

@@ -18,7 +18,6 @@ disk.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import sqlite3
@@ -173,7 +172,7 @@ class Rebuild:
         self.what = what
         self.work: Callable[[], None] | None = None
         self.thread: threading.Thread | None = None
-        self._claim = self.marker.with_name(self.marker.name + ".lock")
+        self._claim = FileLock(self.marker.with_name(self.marker.name + ".lock"))
 
     @property
     def pending(self) -> bool:
@@ -198,18 +197,12 @@ class Rebuild:
 
     def resume(self) -> None:
         """Rebuild in a background thread if the store is marked and no process is rebuilding it."""
-        if self.work is None or not self.marker.exists():
+        if self.work is None or not self.marker.exists() or not self._claim.acquire(blocking=False):
             return
-        fd = os.open(self._claim, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return
-        self.thread = threading.Thread(target=self._run, args=(fd,), name=f"rebuild {self.what}", daemon=True)
+        self.thread = threading.Thread(target=self._run, name=f"rebuild {self.what}", daemon=True)
         self.thread.start()
 
-    def _run(self, fd: int) -> None:
+    def _run(self) -> None:
         try:
             if self.marker.exists():  # another process may have finished it since we looked
                 assert self.work is not None
@@ -218,8 +211,7 @@ class Rebuild:
         except Exception:
             log.exception("%s: rebuild failed; it is tried again at the next read or start-up", self.what)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            self._claim.release()
 
     def wait(self) -> None:
         """Wait for a rebuild this process started."""

@@ -2,8 +2,8 @@
 
 Contribution hooks are ``register_*(register, ...)``: the host owns ``register``, validates what
 it is given and rejects duplicate names at start-up. Questions (``authenticate``) return the
-first non-None answer. Events (``page_saved`` ...) notify every plugin after a change is stored;
-an event hook that raises is logged and never undoes or fails the change.
+first non-None answer. Events (``storage_changed``, ``page_saved`` ...) notify every plugin after a
+change is stored; an event hook that raises is logged and never undoes or fails the change.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hostcore.domain.pages import Page
     from hostcore.domain.principal import Principal
     from hostcore.seams.host import PluginHost, ServiceRegister
+    from hostcore.seams.index import DerivedIndex
     from hostcore.seams.storage import Change
 
 hookspec = pluggy.HookspecMarker("hostcore")
@@ -66,6 +67,12 @@ def register_extractors(register: Callable[[type], None]) -> None:
 @hookspec
 def register_embedders(register: Callable[[type], None]) -> None:
     """Contribute embedders: ``register(cls)`` for each ``Embedder`` subclass (by its ``name``); ``EMBEDDER`` picks one."""
+
+
+@hookspec
+def register_derived_indexes(register: Callable[[DerivedIndex], None], host: PluginHost) -> None:
+    """Contribute derived indexes: ``register(index)`` for each ``DerivedIndex`` instance (by its
+    ``name``); the host keeps each one current with storage's changes, in commit order."""
 
 
 @hookspec
@@ -115,6 +122,12 @@ def startup(host: PluginHost) -> None:
 @hookspec
 def instance_created(host: PluginHost) -> str | None:
     """``hostcore init`` made a new instance: create first-run state; return a line to show the operator."""
+
+
+@hookspec
+def storage_changed(host: PluginHost, paths: list[str], change: Change) -> None:
+    """A change was stored through this process: ``paths`` are the storage paths it wrote or
+    deleted (pages, attachments, namespace settings), sorted. Comes before the page event."""
 
 
 @hookspec

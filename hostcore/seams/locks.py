@@ -17,7 +17,12 @@ _guard = threading.Lock()
 
 
 class FileLock:
-    """Exclusive lock across threads and processes, held on ``path`` (created if missing)."""
+    """Exclusive lock across threads and processes, held on ``path`` (created if missing).
+
+    ``with lock:`` waits for it; :meth:`acquire` with ``blocking=False`` takes it only when it is
+    free. It may be released by another thread than the one that took it (a background job that
+    holds it for its caller).
+    """
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
@@ -25,18 +30,25 @@ class FileLock:
             self._thread_lock = _thread_locks.setdefault(self.path, threading.Lock())
         self._fd: int | None = None
 
-    def __enter__(self) -> FileLock:
-        self._thread_lock.acquire()
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take the lock; without ``blocking``, return False at once when a thread or process holds it."""
+        if not self._thread_lock.acquire(blocking):
+            return False
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                self._thread_lock.release()
+                return False
         except BaseException:
             self._thread_lock.release()
             raise
         self._fd = fd
-        return self
+        return True
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def release(self) -> None:
         fd, self._fd = self._fd, None
         try:
             if fd is not None:
@@ -44,3 +56,10 @@ class FileLock:
                 os.close(fd)
         finally:
             self._thread_lock.release()
+
+    def __enter__(self) -> FileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()

@@ -1,7 +1,8 @@
 """The search seam: a small base class every search engine plugin implements.
 
-The host keeps the index in step: after every page event it calls :meth:`SearchBackend.update`
-with the new documents and the removed slugs; at start-up it compares :meth:`SearchBackend.hashes`
+The host keeps the index in step (as a derived index, :mod:`hostcore.indexes.search_index`): after
+every change it calls :meth:`SearchBackend.update` with the changed pages' documents and the removed
+slugs; at start-up it compares :meth:`SearchBackend.hashes`
 with the storage's page hashes and indexes what differs (pages changed outside hostcore). A backend
 that records the storage version it reflects (:meth:`SearchBackend.storage_version`) is caught up
 along the storage's changes since that version instead, at start-up and before every search.

@@ -132,19 +132,18 @@ class AttachmentsMixin(WikiBase):
         self._load(slug)
         path = attachment_path(slug, filename)
         media_type = sniff(data, filename)
+        change = self._change("upload_attachment", f"{slug}/{filename}")
+        # extracted (and cached) before the change is stored and announced: the passage index,
+        # which indexes it in the background from then on, finds its text instead of extracting it again
+        digest = blob_hash(data)
+        text = self.host.extraction.text(data, digest, media_type)
         try:
-            stored = self.storage.apply(
-                [Put(path, data, expect=None)], self._change("upload_attachment", f"{slug}/{filename}")
-            )
+            self._store([Put(path, data, expect=None)], change)
         except Conflict:
             raise ValidationError(
                 f"page {slug!r} got an attachment {filename!r} meanwhile; ask for a new upload URL with another filename",
                 field="filename",
             ) from None
-        digest = stored[path] or blob_hash(data)
-        text = self.host.extraction.text(data, digest, media_type)
-        if self.host.passages is not None:  # its passages are indexed in the background
-            self.host.passages.kick()
         extracted = text.status == "extracted"
         return {
             "slug": slug, "filename": filename, "attachment_url": attachment_url(slug, filename),

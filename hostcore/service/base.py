@@ -7,6 +7,7 @@ calls on ``self`` is typed; :class:`hostcore.service.wiki.Wiki` puts them togeth
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -16,8 +17,7 @@ from hostcore.domain.attachments import files_folder
 from hostcore.domain.pages import Page, check_namespace, check_portable, namespace_path, page_path
 from hostcore.domain.principal import Principal
 from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
-from hostcore.indexes.indexer import catch_up_graph
-from hostcore.seams.storage import Change
+from hostcore.seams.storage import Change, Operation
 from hostcore.service import policy
 
 if TYPE_CHECKING:
@@ -58,6 +58,14 @@ class WikiBase:
         """The Change a write records, made on the one change path (:func:`hostcore.service.policy.change`:
         the writes limit, room on the disk). Raises RateLimited or DiskFull before anything is written."""
         return policy.change(self.host, self.principal, tool, subject, counted=counted)
+
+    def _store(self, ops: Sequence[Operation], change: Change) -> dict[str, str | None]:
+        """Apply ``ops`` as one ``change`` (each checked against its expected hash: all or
+        nothing), then tell every plugin which paths it changed (``storage_changed``: the derived
+        indexes take them in). Returns what :meth:`hostcore.Storage.apply` does."""
+        stored = self.storage.apply(ops, change)
+        self.host.notify("storage_changed", paths=sorted({op.path for op in ops}), change=change)
+        return stored
 
     def _access(self, scope: str, slug: str, field: str = "slug") -> str:
         return policy.require_page(self.principal, scope, slug, field)
@@ -148,8 +156,9 @@ class WikiBase:
         merge. ``moving``: the page being moved there, which does not count.
         """
         check_portable(slug, field)
-        catch_up_graph(self.host)  # the graph knows every page saved before this one, in any process
-        clash = self.host.links.case_variant(slug, ignore=moving)
+        # the graph knows every page saved before this one, in any process (without the search
+        # index's commit in this request); while it is rebuilt, the check goes on with what it holds
+        clash = self.host.indexes.link_graph(while_rebuilt=True).case_variant(slug, ignore=moving)
         if clash is not None:
             given, existing = clash
             what = "page" if given == slug else "folder"

@@ -86,7 +86,7 @@ class ChangesMixin(LinksMixin):
         change = replace(change, moves=tuple(m for p in writing for m in p.moves))
         paths = {op.path: i for i, p in enumerate(plans) for op in p.ops}
         try:
-            self.storage.apply([op for p in writing for op in p.ops], change)
+            self._store([op for p in writing for op in p.ops], change)
         except (Conflict, NotFound) as exc:
             i = paths.get(str(exc.data.get("path", "")), 0)
             slug = changes[i]["slug"]

@@ -66,8 +66,7 @@ class DocumentsMixin(AttachmentsMixin):
         every word (``pages_found`` False), the pages near ``query`` in meaning (with an
         ``EMBEDDER``); then the URL paths of the attachments with the best passages (by their
         words, and by meaning with an ``EMBEDDER``), at most ATTACHMENT_RESULTS."""
-        passages = self.host.passages
-        passages.kick()
+        passages = self.host.indexes.passage_index()
         results: list[Result] = []
         if not pages_found and passages.embedder is not None:
             results += [
@@ -113,9 +112,8 @@ class DocumentsMixin(AttachmentsMixin):
         """The passages of accessible attachments best matching ``query``: holding its words, or
         (with an ``EMBEDDER``) near it in meaning, at least the embedder's ``relevant`` similarity."""
         self.principal.require("read")
-        passages = self.host.passages
         scope = self._scope(query, namespace, limit, MAX_PASSAGE_LIMIT)
-        passages.kick()
+        passages = self.host.indexes.passage_index()
         status = passages.status()  # before the search: pending 0 then means the hits saw every document
         found = passages.search(query, kind="attachment", namespaces=scope, limit=limit)
         words = query_words(query)
@@ -135,13 +133,12 @@ class DocumentsMixin(AttachmentsMixin):
     def similar_pages(self, slug: str, limit: int = 10) -> SimilarPages:
         """The accessible pages whose meaning is nearest ``slug``'s, nearest first."""
         self._access("read", slug)
-        passages = self.host.passages
-        if passages.embedder is None:
+        if self.host.indexes.passages.embedder is None:
             raise Unavailable("finding pages by meaning is not enabled on this wiki (EMBEDDER is empty); use backlinks or search")
         self._load(slug)
         if not 1 <= limit <= MAX_PASSAGE_LIMIT:
             raise ValidationError(f"must be between 1 and {MAX_PASSAGE_LIMIT}", field="limit")
-        passages.kick()
+        passages = self.host.indexes.passage_index()
         pending = passages.pending()  # before the search, as in search_attachments
         vector = passages.document_vector(page_path(slug))
         if vector is None:

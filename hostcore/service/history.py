@@ -235,7 +235,7 @@ class HistoryMixin(WikiBase):
         ops: list[Operation] = [Put(page_path(slug), data, expect=current_hash)]
         ops += self._missing_attachments(slug, revision)
         try:
-            self.storage.apply(ops, change)
+            self._store(ops, change)
         except Conflict as exc:
             raise self._page_conflict(slug, exc, tool="restore_page") from None
         self.host.notify("page_saved", page=old, previous=previous, change=change)

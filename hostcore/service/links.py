@@ -19,7 +19,6 @@ from hostcore.domain.pages import (
     slugify,
 )
 from hostcore.errors import Conflict, HostcoreError, ValidationError
-from hostcore.indexes.indexer import catch_up
 from hostcore.indexes.link_graph import DanglingLink, LinkingPage, PageFact
 from hostcore.seams.storage import Delete, Operation, Put
 from hostcore.service.base import WikiBase
@@ -94,7 +93,7 @@ class LinksMixin(PagesMixin):
         new, new_folder = plan.page, files_folder(new.slug)
         change = replace(change, moves=tuple(plan.moves))  # recorded, so history follows the page and its files
         try:
-            self.storage.apply(plan.ops, change)
+            self._store(plan.ops, change)
         except Conflict as exc:
             if exc.data.get("path") == page_path(new.slug):
                 raise ValidationError(f"{new.slug!r} was just created by someone else; pick another", field="new_slug") from None
@@ -165,7 +164,7 @@ class LinksMixin(PagesMixin):
                 "rewritten": [], "failed_links": [], "hidden_failed_links": 0,
             }  # fmt: skip
         self._check_movable(slug, new_slug, "title")
-        self.host.links.rebuild.check()  # links to rewrite come from the graph: never rename halfway
+        self.host.indexes.link_graph()  # links to rewrite come from the graph: never rename while it is rebuilt
         renamed = self._relocate(current, replace(current, slug=new_slug, title=title).stored(), basehash, "rename_page")
         rewritten, failed, hidden = self._rewrite_links_to(slug, new_slug)
         return {
@@ -192,8 +191,7 @@ class LinksMixin(PagesMixin):
         hidden = 0
         target = namespace_of(new)
         public = self._namespace_fields(target, ("public",)).get("public") is True
-        catch_up(self.host)
-        for source in self.host.links.slugs_linking_to(old):
+        for source in self.host.indexes.link_graph().slugs_linking_to(old):
             if source in (old, new):
                 continue
             if not self.principal.can_access(namespace_of(source)):
@@ -213,7 +211,7 @@ class LinksMixin(PagesMixin):
                 new_page = replace(page, body=body).stored()
                 # One rename is one write against the limit, however many pages link to it.
                 change = self._change("rename_page", f"links in {source}: {old} -> {new}", counted=False)
-                self.storage.apply([Put(page_path(source), new_page.to_bytes(), expect=page.hash)], change)
+                self._store([Put(page_path(source), new_page.to_bytes(), expect=page.hash)], change)
             except HostcoreError as exc:
                 failed.append({"slug": source, "reason": str(exc)})
                 continue
@@ -223,23 +221,20 @@ class LinksMixin(PagesMixin):
 
     def backlinks(self, slug: str) -> Backlinks:
         self._access("read", slug)
-        catch_up(self.host)
-        return {"slug": slug, "backlinks": self.host.links.backlinks(slug, self.principal.namespaces)}
+        return {"slug": slug, "backlinks": self.host.indexes.link_graph().backlinks(slug, self.principal.namespaces)}
 
     def page_facts(self, namespace: str) -> list[PageFact]:
         """Slug, title, hash, last change, tags and pin of every page of ``namespace``, from the link graph (no page is read)."""
         self.principal.require("read")
         check_namespace(namespace, "namespace")
         self.principal.require_namespace(namespace, "namespace")
-        catch_up(self.host)
-        return self.host.links.pages_in(namespace)
+        return self.host.indexes.link_graph().pages_in(namespace)
 
     def pages_existing(self, slugs: list[str]) -> set[str]:
         """Those of ``slugs`` that are pages the caller may read (a page it may not read counts as missing)."""
         self.principal.require("read")
-        catch_up(self.host)
         readable = [s for s in slugs if "/" in s and self.principal.can_access(s.split("/", 1)[0])]
-        return self.host.links.existing(readable)
+        return self.host.indexes.link_graph().existing(readable)
 
     def health(self, namespace: str | None = None) -> Health:
         self.principal.require("read")
@@ -249,8 +244,7 @@ class LinksMixin(PagesMixin):
             self.principal.require_namespace(namespace, "namespace")
             scope = frozenset({namespace})
         names = scope if scope is not None else self._namespace_names()
-        catch_up(self.host)
-        graph = self.host.links
+        graph = self.host.indexes.link_graph()
         # A filter picks the linking pages; where they point may be any namespace the caller reads.
         missing, missing_total = graph.dangling(scope, self.principal.namespaces, HEALTH_LIST_LIMIT)
         orphans, orphans_total = graph.orphans(
@@ -279,6 +273,5 @@ class LinksMixin(PagesMixin):
         if self.principal.namespaces is None:
             result["storage"] = self.storage.status()
             result["rate_limits"] = self.host.limiter.status()
-            if self.host.passages is not None:
-                result["passages"] = dict(self.host.passages.status())
+            result["passages"] = dict(self.host.indexes.status("passage index"))
         return result

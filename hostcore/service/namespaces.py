@@ -11,7 +11,6 @@ from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import image_path, sniff
 from hostcore.domain.pages import check_namespace, check_portable, fold, namespace_path, slugify
 from hostcore.errors import Conflict, NotFound, ValidationError
-from hostcore.indexes.indexer import catch_up
 from hostcore.seams.storage import Put
 from hostcore.service.base import WikiBase
 
@@ -73,8 +72,7 @@ class NamespacesMixin(WikiBase):
 
     def list_namespaces(self) -> NamespaceList:
         self.principal.require("read")
-        catch_up(self.host)
-        counts = self.host.links.page_counts()
+        counts = self.host.indexes.link_graph().page_counts()
         out: list[NamespaceEntry] = []
         for name in self._namespace_names():
             if not self.principal.can_access(name):
@@ -175,7 +173,7 @@ class NamespacesMixin(WikiBase):
         data = ns_settings.dump(settings, name)
         change = self._change("save_namespace", name)
         try:
-            result = self.storage.apply([Put(path, data, expect=basehash)], change)
+            result = self._store([Put(path, data, expect=basehash)], change)
         except Conflict as exc:
             if basehash is None:
                 raise Conflict(

@@ -131,7 +131,7 @@ class PagesMixin(WikiBase):
             return {"slug": slug, "hash": plan.page.hash, "created": False, "changed": False}
         change = self._change("save_page", slug)
         try:
-            self.storage.apply(plan.ops, change)
+            self._store(plan.ops, change)
         except Conflict as exc:
             if basehash is None:
                 current = self._load(slug)
@@ -206,7 +206,7 @@ class PagesMixin(WikiBase):
             return result
         change = self._change("edit_page", slug)
         try:
-            self.storage.apply(plan.ops, change)
+            self._store(plan.ops, change)
         except Conflict as exc:
             raise self._page_conflict(slug, exc, tool="edit_page") from None
         self._announce(plan, change)
@@ -259,7 +259,7 @@ class PagesMixin(WikiBase):
                 return result
             change = change or self._change("edit_page", slug)
             try:
-                self.storage.apply([Put(page_path(slug), new_page.to_bytes(), expect=current.hash)], change)
+                self._store([Put(page_path(slug), new_page.to_bytes(), expect=current.hash)], change)
             except Conflict:
                 continue
             self.host.notify("page_saved", page=new_page, previous=current, change=change)
@@ -282,7 +282,7 @@ class PagesMixin(WikiBase):
         assert previous is not None
         change = self._change("delete_page", slug)
         try:
-            self.storage.apply(plan.ops, change)
+            self._store(plan.ops, change)
         except (Conflict, NotFound) as exc:
             raise self._page_conflict(slug, exc, tool="delete_page") from None
         self._announce(plan, change)

@@ -34,6 +34,7 @@ from hostcore.seams.storage import Change
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
+    from hostcore.seams.host import PluginHost
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 ANONYMOUS = "anonymous"
@@ -43,7 +44,7 @@ ANONYMOUS = "anonymous"
 # --- which requests the wiki serves -----------------------------------------------------------
 
 
-def _public(host: Host) -> tuple[str, str]:
+def _public(host: PluginHost) -> tuple[str, str]:
     """(origin, host:port) of PUBLIC_URL."""
     parts = urlsplit(host.config["PUBLIC_URL"])
     return f"{parts.scheme}://{parts.netloc}", parts.netloc
@@ -55,13 +56,13 @@ def _split_port(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if ":" in netloc else netloc
 
 
-def host_allowed(host: Host, value: str) -> bool:
+def host_allowed(host: PluginHost, value: str) -> bool:
     """Whether ``value`` (a ``Host`` header) names this wiki: PUBLIC_URL's, ALLOWED_HOSTS, or loopback."""
     allowed = set(host.config["ALLOWED_HOSTS"]) | {_public(host)[1]}
     return value in allowed or _split_port(value) in LOOPBACK or _split_port(value) in allowed
 
 
-def origin_allowed(host: Host, origin: str) -> bool:
+def origin_allowed(host: PluginHost, origin: str) -> bool:
     """Whether a browser's ``Origin`` is this wiki's own (or in ALLOWED_ORIGINS); any loopback
     origin while PUBLIC_URL is loopback."""
     public_origin, public_netloc = _public(host)
@@ -73,7 +74,7 @@ def origin_allowed(host: Host, origin: str) -> bool:
     return False
 
 
-def refusal(host: Host, host_header: str, origin: str | None, *, opaque_origin: bool = False) -> tuple[int, str] | None:
+def refusal(host: PluginHost, host_header: str, origin: str | None, *, opaque_origin: bool = False) -> tuple[int, str] | None:
     """(status, message) refusing a request whose ``Host`` the wiki does not serve (421) or whose
     ``Origin`` is foreign (403); None for one it serves. ``opaque_origin``: let ``Origin: null``
     through, as pages do (a browser sends it after a redirect from another site; a form's CSRF

@@ -13,7 +13,6 @@ from typing_extensions import TypedDict
 
 from hostcore.domain.attachments import URL_PREFIX
 from hostcore.errors import NotFound, Unavailable, ValidationError
-from hostcore.indexes.indexer import catch_up
 from hostcore.service.documents import DocumentsMixin
 
 MAX_SEARCH_OFFSET = 1000
@@ -76,14 +75,14 @@ class SearchMixin(DocumentsMixin):
         attachments with the best passages, each with its URL path as ``id`` for :meth:`fetch`.
         docs/operators.md says what the bench found."""
         self.principal.require("read")
-        if self.host.search is None:
+        if self.host.indexes.search is None:
             raise Unavailable("search is not enabled on this wiki (SEARCH is empty); use list_pages")
         scope = self._scope(query, namespace, limit, MAX_SEARCH_LIMIT)
         if not 0 <= offset <= MAX_SEARCH_OFFSET:
             raise ValidationError(f"must be between 0 and {MAX_SEARCH_OFFSET}; narrow the query instead", field="offset")
-        self.host.search.rebuild.check()
-        catch_up(self.host)
-        found = self.host.search.search(query, namespaces=scope, offset=offset, limit=limit)
+        backend = self.host.indexes.search_backend()  # caught up: never older than the writes acknowledged
+        assert backend is not None
+        found = backend.search(query, namespaces=scope, offset=offset, limit=limit)
         hits: list[Hit] = [
             {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)}
             for h in found.hits

@@ -308,7 +308,7 @@ class SectionsMixin(WikiBase):
             if change is None:
                 change = self._change(tool, subject)
             try:
-                self.storage.apply([Put(page_path(slug), new.to_bytes(), expect=page.hash)], change)
+                self._store([Put(page_path(slug), new.to_bytes(), expect=page.hash)], change)
             except Conflict:
                 attempt += 1
                 if time.monotonic() > deadline:

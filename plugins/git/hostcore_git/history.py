@@ -22,7 +22,6 @@ Every method that writes must be called under the storage's write lock.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -33,7 +32,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
-from hostcore import Revision, connect, damaged, file_id, recover_sqlite, wal
+from hostcore import DerivedDB, Revision
 
 from .trees import blob_id, changed
 
@@ -84,58 +83,34 @@ def split_moves(message: str) -> tuple[str, list[tuple[str, str]]]:
             kept.append(line)
     return "\n".join(kept).rstrip("\n"), moves
 
+def _add_parent(db: sqlite3.Connection) -> None:
+    """A file of this layout made before the ``parent`` column gets it (empty: a tree diff then)."""
+    if "parent" not in {row[1] for row in db.execute("PRAGMA table_info(commits)")}:
+        db.execute("ALTER TABLE commits ADD COLUMN parent TEXT")
+
+
 class HistoryIndex:
     """The per-path history of one branch, stored in ``file``."""
 
     def __init__(self, file: Path) -> None:
         self.file = Path(file)
         self._guard = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = 0
-        self._opened: tuple[int, int] | None = None
-        recover_sqlite(self.file, "history index")
+        # derived data: an older layout is dropped, and rebuilt from the log on the next sync
+        self._file = DerivedDB(self.file, "history index", _SCHEMA, SCHEMA_VERSION, setup=_add_parent)
+        self._file.check()
 
     def _db(self) -> sqlite3.Connection:
-        # A connection must not cross a fork: a child process opens its own. Nor outlive its file,
-        # set aside as damaged by another process.
-        current = file_id(self.file)
-        if self._conn is not None and self._pid == os.getpid() and current != self._opened:
-            self._conn.close()
-            self._conn = None
-        if self._conn is None or self._pid != os.getpid():
-            self._opened = current
-            conn, opened = connect(self.file, timeout=30, isolation_level=None, check_same_thread=False)
-            wal(conn)
-            conn.execute("PRAGMA synchronous=NORMAL")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                # Derived data: an older layout is dropped and rebuilt from the log on the next sync.
-                conn.executescript("DROP TABLE IF EXISTS changes; DROP TABLE IF EXISTS commits; DROP TABLE IF EXISTS moves;")
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.executescript(_SCHEMA)
-            if "parent" not in {row[1] for row in conn.execute("PRAGMA table_info(commits)")}:
-                conn.execute("ALTER TABLE commits ADD COLUMN parent TEXT")
-            self._conn, self._pid, self._opened = conn, os.getpid(), opened  # None: a snapshot on a full disk
-        return self._conn
+        return self._file.connection()
 
     def recover(self, exc: BaseException) -> bool:
         """After ``exc``: when it says the file is damaged, set the file aside (the next :meth:`sync`
         rebuilds it from the log) and return True."""
-        if not damaged(exc):
-            return False
         with self._guard:
-            opened = self._opened
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
-        recover_sqlite(self.file, "history index", error=exc, opened=opened)
-        return True
+            return self._file.recover(exc)
 
     def close(self) -> None:
-        """Close this process's connection."""
-        with self._guard:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
+        """Close this process's connections."""
+        self._file.close()
 
     def head(self) -> str | None:
         """The id of the newest indexed commit, or None when the index is empty."""

@@ -24,7 +24,6 @@ libgit2's, look again when a pack is gone).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import itertools
 import logging
@@ -32,12 +31,13 @@ import mmap
 import operator
 import os
 import struct
-import threading
 import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from hostcore import CoalescingWorker, FileLock
 
 from .group import flush
 from .odb import Objects
@@ -322,40 +322,31 @@ class Merger:
     waiting) keeps it to one process at a time."""
 
     def __init__(self, folder: Path, lock: Path, durable: bool) -> None:
-        self.folder, self.lock, self.durable = folder, lock, durable
-        self._guard = threading.Lock()
-        self._thread: tuple[int, threading.Thread] | None = None
+        self.folder, self.durable = folder, durable
+        self.lock = FileLock(lock)
+        self._worker = CoalescingWorker(self._run, "hostcore-packs", what=f"merging the packs of {folder}", logger=log)
 
     def poke(self) -> None:
-        """Start merging if there are enough small packs and no merge runs in this process."""
-        if small_pack_count(self.folder) < MERGE_AT:
-            return
-        with self._guard:
-            if self._thread is not None and self._thread[0] == os.getpid() and self._thread[1].is_alive():
-                return
-            thread = threading.Thread(target=self._run, name="hostcore-packs", daemon=True)
-            self._thread = (os.getpid(), thread)
-            thread.start()
+        """Start merging if there are enough small packs (saves meanwhile ask for one merge more)."""
+        if small_pack_count(self.folder) >= MERGE_AT:
+            self._worker.kick()
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for this process's merge, if one runs."""
-        running = self._thread
-        if running is not None and running[0] == os.getpid():
-            running[1].join(timeout)
+        self._worker.wait(timeout)
 
     def _run(self) -> None:
-        try:
-            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            log.warning("could not open %s; packs are not merged", self.lock, exc_info=True)
+        if small_pack_count(self.folder) < MERGE_AT:  # merged since it was asked for
             return
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # another process merges
+            if not self.lock.acquire(blocking=False):  # another process merges
                 return
+        except OSError:
+            log.warning("could not open %s; packs are not merged", self.lock.path, exc_info=True)
+            return
+        try:
             merge(self.folder, self.durable)
         except OSError:
             log.warning("could not merge the packs of %s; the next save tries again", self.folder, exc_info=True)
         finally:
-            os.close(fd)
+            self.lock.release()

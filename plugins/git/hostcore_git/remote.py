@@ -5,7 +5,7 @@ helpers work as they do for their own ``git push``. Each push sends the branch h
 that moment (one push carries every commit since the last), never forced: a remote that has
 diverged is reported, not overwritten. One push runs at a time across worker processes (a file
 lock), so an older head never races a newer one. A failed push is retried with exponential
-backoff. The outcome is written to a small JSON file next to the repository, so every worker
+backoff (:class:`hostcore.CoalescingWorker`: the commits made meanwhile go with the next push). The outcome is written to a small JSON file next to the repository, so every worker
 reports the same status. URLs and messages are logged and reported with credentials masked.
 """
 
@@ -16,14 +16,13 @@ import logging
 import os
 import re
 import subprocess
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
-from hostcore import FileLock
+from hostcore import CoalescingWorker, FileLock
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +46,13 @@ class Pusher:
         self.url = url
         self._status_file = self.gitdir / "hostcore-push.json"
         self._lock = FileLock(self.gitdir / "hostcore-push.lock")
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._pending = False
-        self._thread: threading.Thread | None = None
-        self._starting = threading.Lock()
-        self._pid = 0
+        self._worker = CoalescingWorker(
+            self.push, "hostcore-git-push", what=f"git push to {redact(url)}", retry=RETRY_FIRST, retry_max=RETRY_MAX, logger=log
+        )
 
     def notify(self) -> None:
         """Ask for a push of the current head; returns at once."""
-        self._pending = True
-        with self._starting:
-            # Threads do not survive a fork: a worker process starts its own.
-            if self._thread is None or self._pid != os.getpid():
-                self._wake, self._stop, self._pid = threading.Event(), threading.Event(), os.getpid()
-                self._thread = threading.Thread(target=self._run, name="hostcore-git-push", daemon=True)
-                self._thread.start()
-        self._wake.set()
+        self._worker.kick()
 
     def status(self) -> dict[str, Any]:
         """The last push outcome of any process: remote, ok, commit, time, error, failures, pending."""
@@ -72,7 +61,7 @@ class Pusher:
         except (FileNotFoundError, ValueError):
             status = {"ok": None, "commit": None, "time": None, "error": None, "failures": 0}
         status["remote"] = redact(self.url)
-        status["pending"] = self._pending
+        status["pending"] = self._worker.pending
         return status
 
     def pushed_commit(self) -> str | None:
@@ -84,36 +73,7 @@ class Pusher:
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the thread after one last attempt at a pending push, waiting up to ``timeout``."""
-        if self._thread is not None and self._pid == os.getpid():
-            self._stop.set()
-            self._wake.set()
-            self._thread.join(timeout)
-        self._thread = None
-
-    def _run(self) -> None:
-        delay = RETRY_FIRST
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._pending:
-                self._pending = False
-                if self._attempt():
-                    delay = RETRY_FIRST
-                else:
-                    self._pending = True
-                    if not self._stop.wait(delay):
-                        delay = min(delay * 2, RETRY_MAX)
-                        self._wake.set()
-            if self._stop.is_set():
-                return
-
-    def _attempt(self) -> bool:
-        # The thread must survive anything (a full disk, a broken repository) to retry later.
-        try:
-            return self.push()
-        except Exception:
-            log.exception("git push to %s failed", redact(self.url))
-            return False
+        self._worker.stop(timeout=timeout)
 
     def push(self) -> bool:
         """Push the branch head now, record the outcome and return whether it succeeded."""

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import sqlite3
 import threading
@@ -43,11 +42,12 @@ import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from hostcore import (
+    DerivedDB,
     Not,
     Or,
     Phrase,
@@ -60,15 +60,11 @@ from hostcore import (
     Term,
     Unavailable,
     ValidationError,
-    connect,
-    damaged,
-    file_id,
     generation,
     hookimpl,
     new_generation,
     parse_query,
     positive_leaves,
-    recover_sqlite,
 )
 
 from .common import split_common, stops_of
@@ -110,10 +106,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     prefix = '{" ".join(map(str, PREFIX_INDEX))}'
 )
 """
-# The storage version the index reflects (one row, key "storage_version"); made on first use, so
-# files built before it need no rebuild.
-META = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-# Every write gives the index a new generation (hostcore.new_generation): what a process remembers
+# The storage version the index reflects is kept in the ``meta`` table hostcore.DerivedDB adds to
+# every file (made at first use, so files built before it need no rebuild). Every write gives the index a new generation (hostcore.new_generation): what a process remembers
 # of a query holds while the generation it read it at is the file's.
 REMEMBERED = 32  # queries whose ranked candidates a backend keeps (LRU), for paging and asking again
 
@@ -194,13 +188,13 @@ class SqliteSearch(SearchBackend):
         super().__init__(root, config)
         self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / f"sqlite-search-v{FORMAT}.db"
-        self._idle: list[tuple[sqlite3.Connection, Any]] = []  # (connection, file_id of the file it opened)
         self._guard = threading.Lock()
-        self._pid = os.getpid()
-        self._closed = False
         self._remembered: OrderedDict[tuple[str, Match, tuple[str, ...]], Candidates] = OrderedDict()  # (generation, match, titled)
-        if recover_sqlite(self.path, "search index"):
-            self.rebuild.start()
+        # a crash may lose the last saves (synchronous=NORMAL): start-up re-indexes them; a big batch
+        # must not leave a big WAL file
+        pragmas = (f"busy_timeout={BUSY_TIMEOUT_MS}", "synchronous=NORMAL", f"journal_size_limit={WAL_LIMIT}")
+        self._db = DerivedDB(self.path, "search index", SCHEMA, rebuild=self.rebuild, timeout=BUSY_TIMEOUT_MS / 1000, pragmas=pragmas)
+        self._db.check()
         with self._connection() as db:
             if generation(db) is None:
                 self._first_generation()
@@ -209,76 +203,13 @@ class SqliteSearch(SearchBackend):
         """Give a file made before generations one, so searches remember what they ranked."""
         try:
             with self._write() as db:
-                db.execute(META)
                 new_generation(db)
         except (sqlite3.Error, Unavailable) as exc:  # a read-only snapshot (full disk): searches rank afresh
             log.info("search index: no generation recorded (%s); searches are not remembered", exc)
 
-    # connections: a small pool, one connection per concurrent thread, all closed by close()
-
-    def _connect(self) -> tuple[sqlite3.Connection, Any]:
-        """A new connection and the id of the file it opened (None: a read-only snapshot on a full disk)."""
-        db, opened = connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
-        try:
-            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            self._retry(lambda: db.execute("PRAGMA journal_mode=WAL"))
-            db.execute("PRAGMA synchronous=NORMAL")  # a crash may lose the last saves: start-up re-indexes them
-            db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")  # a big batch must not leave a big WAL file
-            if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone():  # a new file
-                self._retry(lambda: db.execute("BEGIN IMMEDIATE"))
-                if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'fts'").fetchone():
-                    for statement in SCHEMA.split(";\n"):
-                        db.execute(statement)
-                db.execute("COMMIT")
-        except BaseException:
-            db.close()
-            raise
-        return db, opened
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        """A connection to the index file; a damaged file is set aside and ``rebuild.error()`` raised."""
-        with self._guard:
-            if self._closed:
-                raise Unavailable("the search index is closed")
-            if self._pid != os.getpid():  # forked: the parent's connections are not ours to use or close
-                _INHERITED.extend(db for db, _ in self._idle)
-                self._idle, self._pid = [], os.getpid()
-            db, opened = self._idle.pop() if self._idle else (None, None)
-        current = file_id(self.path)
-        if db is not None and opened != current:  # another process set the file aside: use the new one
-            db.close()
-            db = None
-        try:
-            if db is None:
-                opened = current
-                db, opened = self._connect()
-            yield db
-        except BaseException as exc:
-            if db is not None and (db.in_transaction or damaged(exc)):
-                db.close()  # never hand back a connection in an unknown state
-            elif db is not None:
-                self._release(db, opened)
-            if not damaged(exc):
-                raise
-            self._drop_idle()
-            if recover_sqlite(self.path, "search index", error=exc, opened=opened):
-                self.rebuild.start()
-            raise self.rebuild.error() from exc
-        self._release(db, opened)
-
-    def _release(self, db: sqlite3.Connection, opened: Any) -> None:
-        with self._guard:
-            if not self._closed and self._pid == os.getpid():
-                self._idle.append((db, opened))
-                return
-        db.close()
-
-    def _drop_idle(self) -> None:
-        with self._guard:
-            idle, self._idle = self._idle, []
-        for db, _ in idle:
-            db.close()
+    def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
+        """This thread's connection to the index file; a damaged file is set aside and ``rebuild.error()`` raised."""
+        return self._db.guard()
 
     @staticmethod
     def _retry(action: Any) -> Any:
@@ -299,14 +230,9 @@ class SqliteSearch(SearchBackend):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; waits for (never fails on) other writers."""
-        with self._connection() as db:
+        with self._connection() as db:  # rolled back there when the caller raises
             self._retry(lambda: db.execute("BEGIN IMMEDIATE"))
-            try:
-                yield db
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+            yield db
             self._retry(lambda: db.execute("COMMIT"))
 
     # writing
@@ -320,7 +246,6 @@ class SqliteSearch(SearchBackend):
             for doc in docs:
                 self._delete(db, doc.slug)
                 self._insert(db, doc)
-            db.execute(META)
             new_generation(db)
 
     @staticmethod
@@ -356,23 +281,14 @@ class SqliteSearch(SearchBackend):
         with self._write() as db:
             db.execute("DELETE FROM pages")
             db.execute("DELETE FROM fts")
-            db.execute(META)
             db.execute("DELETE FROM meta")
             new_generation(db)
 
     def storage_version(self) -> str | None:
-        with self._connection() as db:
-            try:
-                row = db.execute("SELECT value FROM meta WHERE key = 'storage_version'").fetchone()
-            except sqlite3.OperationalError as exc:
-                if "no such table" not in str(exc):
-                    raise
-                return None
-        return row[0] if row else None
+        return self._db.storage_version()
 
     def set_storage_version(self, version: str | None) -> None:
         with self._write() as db:
-            db.execute(META)
             if version is None:
                 db.execute("DELETE FROM meta WHERE key = 'storage_version'")
             else:
@@ -448,12 +364,7 @@ class SqliteSearch(SearchBackend):
             return dict(db.execute("SELECT slug, hash FROM pages").fetchall())
 
     def close(self) -> None:
-        with self._guard:
-            self._closed = True
-        self._drop_idle()
-
-
-_INHERITED: list[sqlite3.Connection] = []  # connections a forked child must neither use nor close
+        self._db.close()
 
 
 @hookimpl

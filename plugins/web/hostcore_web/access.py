@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from flask import abort, current_app
 
 import hostcore
@@ -43,7 +41,7 @@ def viewer() -> Principal | None:
 def reader(person: Principal | None) -> Principal:
     """The principal pages are read as: the person's read access widened by the public namespaces;
     for a visitor, the public namespaces only (the service's rule: ``Wiki.browsing``)."""
-    return cast(Principal, host().wiki(person or VISITOR).browsing(client="web"))
+    return host().wiki(person or VISITOR).browsing(client="web")
 
 
 def require_reader(namespace: str) -> tuple[Principal | None, Principal]:

@@ -19,8 +19,7 @@ import time
 import unicodedata
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from html import escape, unescape
 from pathlib import Path
@@ -42,7 +41,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import connect, damaged, file_id, recover_sqlite, split_attachment_url, wiki_links
+from hostcore import CoalescingWorker, DerivedDB, split_attachment_url, wiki_links
 
 log = logging.getLogger("hostcore.web")
 
@@ -371,6 +370,10 @@ _FINGERPRINT = hashlib.blake2b(
 ).digest()  # this renderer's code and libraries: blocks kept on disk by an older one are never used
 
 
+_BLOCKS = """
+CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, facts TEXT, made REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS blocks_made ON blocks(made);
+"""
 Block = tuple[str, "dict[str, Any] | None"]
 """A block's sanitised HTML, and what its rendering told about the page (``PAGE_FACTS``), if anything."""
 PAGE_FACTS = ("image",)
@@ -379,85 +382,52 @@ PAGE_FACTS = ("image",)
 
 class BlockStore:
     """Blocks' sanitised HTML by key, in a SQLite file in the instance folder: shared by the workers
-    and kept across restarts. Only a cache: an error reads as a miss (logged once per store), and
-    the oldest blocks go when they pass ``limit`` bytes. One connection, kept open (closing the last
-    one to a WAL file checkpoints it: milliseconds on every first read of a page) and reopened when
-    the file was set aside."""
+    and kept across restarts. Only a cache: an error reads as a miss (logged once per store), a
+    damaged file is set aside (never checked at start-up: the file changes all the time) and made
+    anew at next use, and the oldest blocks go when they pass ``limit`` bytes. Each thread keeps
+    its connection open (closing the last one to a WAL file checkpoints it: milliseconds on every
+    first read of a page)."""
 
     def __init__(self, path: Path, limit: int = 256 * 1024 * 1024) -> None:
         self.path, self.limit = path, limit
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        # a block lost in a crash is rendered again; a busy file is skipped (the timeout), not waited for
+        self._db = DerivedDB(path, "rendered blocks", _BLOCKS, timeout=0.2, pragmas=("synchronous=OFF",))
         self._warned = False
         self._added = 0
-        self._opened: tuple[int, int] | None = None
-        weakref.finalize(self, BlockStore._close, self.__dict__)
-
-    @staticmethod
-    def _close(state: dict[str, Any]) -> None:
-        if state.get("_conn") is not None:
-            state["_conn"].close()
-            state["_conn"] = None
-
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._conn is not None and file_id(self.path) != self._opened:  # set aside meanwhile
-                self._close(self.__dict__)
-            if self._conn is None:
-                db, self._opened = connect(self.path, timeout=0.2, isolation_level=None, check_same_thread=False)
-                try:
-                    db.execute("PRAGMA journal_mode=WAL")
-                    db.execute("PRAGMA synchronous=OFF")  # a block lost in a crash is rendered again
-                    db.execute(
-                        "CREATE TABLE IF NOT EXISTS blocks (key TEXT PRIMARY KEY, html TEXT NOT NULL, facts TEXT, made REAL NOT NULL)"
-                    )
-                    db.execute("CREATE INDEX IF NOT EXISTS blocks_made ON blocks(made)")
-                except BaseException:
-                    db.close()
-                    raise
-                self._conn = db
-            try:
-                yield self._conn  # busy past the connection's short timeout: skipped, not waited for
-            except BaseException:
-                self._close(self.__dict__)
-                raise
+        weakref.finalize(self, self._db.close)
 
     def _failed(self, exc: Exception) -> None:
-        if damaged(exc):  # set aside (never checked at start-up: the file changes all the time), made anew at next use
-            recover_sqlite(self.path, "rendered blocks", error=exc, opened=self._opened)
-        elif not self._warned:
+        if not self._db.recover(exc) and not self._warned:
             self._warned = True
             log.warning("rendered blocks in %s: %s (pages are rendered again meanwhile)", self.path, exc)
 
     def get(self, keys: list[str]) -> dict[str, Block]:
         found: dict[str, Block] = {}
         try:
-            with self._db() as db:
-                for start in range(0, len(keys), 500):
-                    chunk = keys[start : start + 500]
-                    rows = db.execute(f"SELECT key, html, facts FROM blocks WHERE key IN ({','.join('?' * len(chunk))})", chunk)
-                    found.update((k, (h, json.loads(f) if f else None)) for k, h, f in rows)
+            db = self._db.connection()
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                rows = db.execute(f"SELECT key, html, facts FROM blocks WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                found.update((k, (h, json.loads(f) if f else None)) for k, h, f in rows)
         except (sqlite3.Error, OSError) as exc:
             self._failed(exc)
         return found
 
     def put(self, blocks: dict[str, Block]) -> None:
         try:
-            with self._db() as db:
-                now = time.time()
-                with db:  # one transaction
-                    db.execute("BEGIN")
-                    db.executemany(
-                        "INSERT OR IGNORE INTO blocks (key, html, facts, made) VALUES (?, ?, ?, ?)",
-                        [(k, h, json.dumps(f) if f else None, now) for k, (h, f) in blocks.items()],
-                    )
-                self._added += sum(len(h) for h, _f in blocks.values())
-                if self._added > self.limit // 16:  # now and then: past the limit, the oldest quarter goes
-                    self._added = 0
-                    if db.execute("SELECT total(length(html)) FROM blocks").fetchone()[0] > self.limit:
-                        db.execute("DELETE FROM blocks WHERE made <= (SELECT made FROM blocks ORDER BY made LIMIT 1 OFFSET "
-                                   "(SELECT count(*) / 4 FROM blocks))")  # fmt: skip
+            now = time.time()
+            with self._db.transaction(mark=False) as db:
+                db.executemany(
+                    "INSERT OR IGNORE INTO blocks (key, html, facts, made) VALUES (?, ?, ?, ?)",
+                    [(k, h, json.dumps(f) if f else None, now) for k, (h, f) in blocks.items()],
+                )
+            self._added += sum(len(h) for h, _f in blocks.values())
+            if self._added > self.limit // 16:  # now and then: past the limit, the oldest quarter goes
+                self._added = 0
+                db = self._db.connection()
+                if db.execute("SELECT total(length(html)) FROM blocks").fetchone()[0] > self.limit:
+                    db.execute("DELETE FROM blocks WHERE made <= (SELECT made FROM blocks ORDER BY made LIMIT 1 OFFSET "
+                               "(SELECT count(*) / 4 FROM blocks))")  # fmt: skip
         except (sqlite3.Error, OSError) as exc:
             self._failed(exc)
 
@@ -569,55 +539,36 @@ class Prerender:
     def __init__(self, cache: RenderCache) -> None:
         self.cache = cache
         self._pending: dict[str, str] = {}
-        self._busy = False
-        self._closed = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+        self.worker = CoalescingWorker(self._render, "hostcore-web-prerender", what="web: rendering ahead", logger=log)
 
     def add(self, slug: str, body: str) -> None:
-        if len(body) < PRERENDER_BYTES:
+        if len(body) < PRERENDER_BYTES or self.worker.stopping:
             return
-        with self._cond:
-            if self._closed:
-                return
+        with self._guard:
             self._pending[slug] = body
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="hostcore-web-prerender", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
+        self.worker.kick()
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    self._cond.wait()
-                if self._closed:
+    def _render(self) -> None:
+        while not self.worker.stopping:
+            with self._guard:
+                if not self._pending:
                     return
                 slug = next(iter(self._pending))
                 body = self._pending.pop(slug)
-                self._busy = True
             try:
                 self.cache.prepare(body, slug)
             except Exception:  # a reader renders it then, as if nothing had been kept
                 log.exception("web: rendering %s ahead failed", slug)
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
 
     def wait(self, timeout: float = 30.0) -> bool:
         """Wait until every page given so far is rendered; False if ``timeout`` passed first."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._closed or (not self._pending and not self._busy), timeout)
+        return self.worker.wait(timeout)
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
+        with self._guard:
             self._pending.clear()
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
+        self.worker.stop(finish=False)
 
 
 def pygments_css() -> str:

@@ -5,6 +5,7 @@ editing another; a lost race on the same section shows both sides, as the page e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flask import abort, redirect, request
@@ -16,7 +17,7 @@ from .access import host, require_writer
 from .views import bp, diff_lines, page, slug_or_404
 
 
-def _form(slug: str, namespace: str, source: dict[str, Any], text: str, error: str | None = None) -> str:
+def _form(slug: str, namespace: str, source: Mapping[str, Any], text: str, error: str | None = None) -> str:
     return page("section_edit.html", namespace, slug=slug, section=source, text=text, error=error,
                 title=f"Edit {source['title'] or 'the top'} in {slug}")  # fmt: skip
 
@@ -50,7 +51,7 @@ def edit_section(slug: str) -> Any:
         return page("section_conflict.html", namespace, slug=slug, section=current, mine=text, theirs="", gone=True,
                     lines=[], title=f"Edit {slug}"), 409  # fmt: skip
     except ValidationError as exc:
-        source = {"section_id": section_id, "rev": rev, "title": section_id}
-        return _form(slug, namespace, source, text, str(exc)), 400
+        failed: Mapping[str, Any] = {"section_id": section_id, "rev": rev, "title": section_id}
+        return _form(slug, namespace, failed, text, str(exc)), 400
     target = saved["section_id"]  # the web numbers a heading's repeats -2, -3 where section ids have ~2, ~3
     return redirect(render.page_href(slug) + (f"#{target.replace('~', '-')}" if target != "_top" else ""))

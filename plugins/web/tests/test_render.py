@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 
 import pytest
 from hostcore_web.render import PRERENDER_BYTES, BlockStore, RenderCache, render, sanitise, snippet_text, without_title
@@ -157,17 +158,30 @@ def test_a_big_saved_page_is_rendered_ahead_so_its_first_reader_renders_nothing(
     assert cache.blocks_rendered > kept  # rendered by its reader
 
 
-def test_closing_the_host_stops_the_renderer(tmp_path):
+def test_closing_the_host_stops_the_renderer(tmp_path, monkeypatch):
     app = create_app(CONFIG, instance_path=tmp_path / "instance")
     host = app.extensions["hostcore"]
     host.wiki(SYSTEM).save_namespace("notes", title="Notes")
+    ahead, rendering, release, rendered = prerender(host), threading.Event(), threading.Event(), []
+    prepare = ahead.cache.prepare
+
+    def held(body: str, slug: str) -> None:
+        rendering.set()
+        assert release.wait(30), "the test never released the renderer"
+        prepare(body, slug)
+        rendered.append(slug)
+
+    monkeypatch.setattr(ahead.cache, "prepare", held)
     host.wiki(SYSTEM).save_page("notes/huge", body=big(400), title="Huge")
-    thread = prerender(host)._thread
+    assert rendering.wait(30)
+    host.wiki(SYSTEM).save_page("notes/next", body=big(400), title="Next")  # waits its turn
+    thread = ahead.worker.thread
     assert thread is not None and thread.name == "hostcore-web-prerender"
-    host.close()
-    assert not thread.is_alive()
-    prerender(host).add("notes/late", big(400))  # after close: nothing starts again
-    assert prerender(host)._thread is thread
+    threading.Timer(0.5, release.set).start()
+    host.close()  # the page under way is finished, the one waiting dropped
+    assert not thread.is_alive() and rendered == ["notes/huge"]
+    ahead.add("notes/late", big(400))  # after close: nothing starts again
+    assert ahead.worker.thread is None
 
 
 def test_a_task_list_shows_disabled_checkboxes():

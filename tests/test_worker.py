@@ -1,0 +1,138 @@
+"""The one background worker (``hostcore.CoalescingWorker``) that keeps derived state current off
+the request path: kicks coalesced, a gap between runs, wait and stop, failures logged and retried.
+Real threads, a real forked process."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+
+from hostcore import CoalescingWorker, Unavailable
+
+
+class Job:
+    """Counts its runs; the first waits for ``release`` when ``hold``."""
+
+    def __init__(self, hold: bool = False) -> None:
+        self.runs: list[str] = []
+        self.running, self.release = threading.Event(), threading.Event()
+        if not hold:
+            self.release.set()
+
+    def __call__(self) -> None:
+        self.running.set()
+        assert self.release.wait(30), "the test never released the job"
+        self.runs.append(threading.current_thread().name)
+
+
+def test_kicks_while_it_runs_are_taken_in_one_more_run():
+    job = Job(hold=True)
+    worker = CoalescingWorker(job, "test-worker")
+    worker.kick()
+    assert job.running.wait(30)
+    for _ in range(5):
+        worker.kick()
+    assert worker.pending
+    job.release.set()
+    assert worker.wait(30)
+    assert job.runs == ["test-worker", "test-worker"] and not worker.pending
+    worker.stop()
+
+
+def test_runs_keep_a_gap_that_wait_does_not():
+    job = Job()
+    worker = CoalescingWorker(job, "test-worker", gap=60.0)
+    worker.kick()  # after a quiet spell: at once
+    deadline = time.monotonic() + 30
+    while not job.runs and time.monotonic() < deadline:
+        time.sleep(0.01)
+    worker.kick()
+    time.sleep(0.3)
+    assert len(job.runs) == 1  # the next run waits for the gap
+    assert worker.wait(30) and len(job.runs) == 2  # wait() takes it now
+    worker.stop()
+
+
+def test_stop_finishes_what_was_asked_or_ends_early():
+    job = Job(hold=True)
+    worker = CoalescingWorker(job, "test-worker")
+    worker.kick()
+    assert job.running.wait(30)
+    worker.kick()
+    threading.Timer(0.2, job.release.set).start()
+    worker.stop()  # finish: the run asked for meanwhile too
+    assert job.runs == ["test-worker", "test-worker"] and worker.thread is None
+    worker.kick()
+    assert worker.thread is None  # stopped: nothing starts again
+
+    started, seen = threading.Event(), []
+
+    def long_job() -> None:
+        started.set()
+        time.sleep(0.3)
+        seen.append(quitter.stopping)
+
+    quitter = CoalescingWorker(long_job, "test-worker")
+    quitter.kick()
+    assert started.wait(30)
+    quitter.kick()
+    quitter.stop(finish=False)
+    assert seen == [True]  # the run under way was told to end early; the one asked for never came
+
+
+def test_a_failing_job_is_logged_and_tried_again(caplog):
+    outcomes = [Unavailable("the storage cannot be reached"), Unavailable("the storage cannot be reached"), None,
+                RuntimeError("broken"), None]  # fmt: skip
+
+    def job() -> None:
+        outcome = outcomes.pop(0)
+        if outcome is not None:
+            raise outcome
+
+    caplog.set_level(logging.INFO)
+    worker = CoalescingWorker(job, "test-worker", what="test job", retry=0.01, retry_max=0.02)
+    worker.kick()
+    assert worker.wait(30)
+    assert [type(o) for o in outcomes] == [RuntimeError, type(None)]  # tried until it worked
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "hostcore.worker"]
+    assert messages == [
+        ("WARNING", "test job: the storage cannot be reached; trying again at the next change or read"),
+        ("WARNING", "test job: works again"),
+    ]  # an outage is one line, however long it lasts
+    worker.kick()
+    assert worker.wait(30) and outcomes == []
+    failed = [r for r in caplog.records if r.getMessage().startswith("test job failed")]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    worker.stop()
+
+
+def test_a_forked_child_runs_its_own_thread(tmp_path):
+    """The parent's thread, busy when the process forks, is not in the child: the child's kick
+    starts a thread of its own there."""
+    mark, parent, release = tmp_path / "ran", os.getpid(), threading.Event()
+    running = threading.Event()
+
+    def job() -> None:
+        if os.getpid() == parent:
+            running.set()
+            assert release.wait(30), "the test never released the parent's job"
+        else:
+            mark.write_text(str(os.getpid()))
+
+    worker = CoalescingWorker(job, "test-worker")
+    worker.kick()
+    assert running.wait(30)  # the parent's thread is busy in the job
+
+    def child() -> None:
+        worker.kick()
+        os._exit(0 if worker.wait(30) else 1)
+
+    process = multiprocessing.get_context("fork").Process(target=child)
+    process.start()
+    process.join(30)
+    release.set()
+    assert process.exitcode == 0 and mark.read_text() == str(process.pid)
+    worker.stop()
