@@ -153,6 +153,7 @@ class Host(PluginHost):
 
     config: dict[str, Any]
     limiter: RateLimiter
+    indexes: Indexes
 
     def __init__(
         self,
