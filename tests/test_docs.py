@@ -123,6 +123,7 @@ def project_files(doc: str, heading: str) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow  # runs pytest in a process of its own
 def test_testing_example_runs_as_documented(tmp_path):
     """The smallest plugin's project as the docs write it (setup.cfg, pyproject.toml, the module)
     with the root conftest.py and the tests of "Testing a plugin": setuptools reads its setup.cfg,
