@@ -10,10 +10,15 @@ Never a silently empty or stale answer, never a traceback per read.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -22,8 +27,15 @@ from flask import Flask
 
 from hostcore import SYSTEM, Rebuild, Unavailable, create_app
 from hostcore.cli import main
+from hostcore.domain.pages import Page
 from hostcore.host.host import Host
+from hostcore.indexes.search_index import doc_of
+from hostcore.testing import stop_process_group
+from hostcore.testing.servers import start_process_group
 
+from .test_search import push_from_outside
+
+ROOT = Path(__file__).resolve().parent.parent
 TANTIVY = {"PLUGINS": ["git", "tokens", "tantivy"], "STORAGE": "git", "SEARCH": "tantivy"}
 SQLITE = {**TANTIVY, "PLUGINS": ["git", "tokens", "sqlite"], "SEARCH": "sqlite"}
 PAGES = 30
@@ -123,6 +135,65 @@ def test_a_deleted_link_graph_is_found_with_storage_without_versions(tmp_path: P
         host.close()
 
 
+def test_overwritten_tantivy_files_are_set_aside_and_rebuilt_at_once(app: Flask, instance: Path, caplog) -> None:
+    host: Host = app.extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    for file in (instance / "search" / "tantivy-v1").iterdir():
+        if file.is_file():
+            file.write_bytes(b"garbage" * 100)
+    with rebuilt_elsewhere(host.search.rebuild):
+        unavailable(lambda: wiki.search("word7"), "after damage")
+        assert [state["index"] for state in wiki.health()["rebuilding"]] == ["search index"]
+    assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
+    assert len(list((instance / "search").glob("tantivy-v1.damaged-*"))) == 1
+    quiet(caplog)
+
+
+def test_a_deleted_tantivy_folder_is_rebuilt_not_answered_from_empty(app: Flask, instance: Path, caplog) -> None:
+    host: Host = app.extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
+    shutil.rmtree(instance / "search" / "tantivy-v1")
+    with rebuilt_elsewhere(host.search.rebuild):
+        unavailable(lambda: wiki.search("word7"), MISSING)
+    assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
+    quiet(caplog)
+
+
+def test_a_damaged_tantivy_storage_version_means_compare_with_storage_once(app: Flask, instance: Path, tmp_path, caplog) -> None:
+    host: Host = app.extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    version = instance / "search" / "tantivy-v1.storage-version"
+    version.write_bytes(b"\xff\xfe\x00garbage")
+    push_from_outside(host, tmp_path, {"notes/outside.md": "pulsar from a clone\n"})
+    for _ in range(2):
+        try:
+            found = wiki.search("pulsar")
+        except Unavailable:  # compared with storage in the background meanwhile
+            host.search.rebuild.wait()
+            found = wiki.search("pulsar")
+        assert [h["slug"] for h in found["hits"]] == ["notes/outside"]
+    assert version.read_text() == host.storage.version()
+    assert len(list(version.parent.glob("tantivy-v1.storage-version.damaged-*"))) == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "storage-version" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    quiet(caplog)
+
+
+def test_a_damaged_tantivy_storage_version_is_repaired_at_start_up(instance: Path, tmp_path, caplog) -> None:
+    host: Host = create_app(TANTIVY, instance_path=instance).extensions["hostcore"]
+    push_from_outside(host, tmp_path, {"notes/outside.md": "pulsar from a clone\n"})
+    host.close()
+    (instance / "search" / "tantivy-v1.storage-version").write_bytes(b"\xff\xfe\x00garbage")
+    host = create_app(TANTIVY, instance_path=instance).extensions["hostcore"]
+    try:
+        assert [h["slug"] for h in host.wiki(SYSTEM).search("pulsar")["hits"]] == ["notes/outside"]
+    finally:
+        host.close()
+    assert "hostcore reindex" not in caplog.text
+    quiet(caplog)
+
+
 def test_a_deleted_sqlite_search_file_is_rebuilt(tmp_path: Path, caplog) -> None:
     fill(create_app(SQLITE, instance_path=tmp_path))
     host: Host = create_app(SQLITE, instance_path=tmp_path).extensions["hostcore"]
@@ -195,3 +266,29 @@ def test_reads_during_hostcore_reindex_say_so_rather_than_answer_from_a_half_ind
     assert result.exit_code == 0, result.output
     assert seen and "the search index is being rebuilt from storage by `hostcore reindex`" in seen[0], seen
     assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
+
+
+@pytest.mark.slow
+def test_tantivy_heals_at_once_after_a_writer_killed_mid_commit(app: Flask, instance: Path, tmp_path, caplog) -> None:
+    """A worker killed (SIGKILL) inside a tantivy commit leaves the deletion file that the same
+    commit, made again by the next catch-up, writes: it is collected and the commit made again."""
+    host: Host = app.extensions["hostcore"]
+    wiki = host.wiki(SYSTEM)
+    slugs = [f"notes/p{i}" for i in range(PAGES)]
+    docs = [asdict(doc_of(Page.from_bytes(slug, host.storage.read(f"{slug}.md")))) for slug in slugs]
+    killer = start_process_group(
+        [sys.executable, "-m", "tests.killed_writer", str(instance / "search")],
+        marker="slow", what="tantivy writers killed mid-commit",
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+    )  # fmt: skip
+    try:
+        out, _ = killer.communicate(json.dumps(docs).encode(), timeout=300)
+    finally:
+        stop_process_group(killer)
+    assert killer.returncode == 0, "no writer was killed mid-commit"
+    assert (instance / "search" / "tantivy-v1" / out.decode().strip()).exists()
+    # the same pages changed, in one commit: the catch-up's commit is the one the killed writer began
+    push_from_outside(host, tmp_path, {f"{slug}.md": f"---\ntitle: Page {i}\n---\nzebra{i}\n" for i, slug in enumerate(slugs)})
+    assert [h["slug"] for h in wiki.search("zebra7")["hits"]] == ["notes/p7"]
+    assert "left by a writer stopped mid-commit" in caplog.text
+    quiet(caplog)

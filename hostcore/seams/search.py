@@ -67,7 +67,10 @@ class SearchBackend(ABC):
     an error at run time) it sets them aside (:func:`hostcore.set_aside`,
     :func:`hostcore.recover_sqlite`), starts again empty and calls ``self.rebuild.start()``; the
     host then refills it from storage in the background, and searches answer Unavailable
-    meanwhile. A call that met the damage raises ``self.rebuild.error()``.
+    meanwhile. A call that met the damage raises ``self.rebuild.error()``. Files found missing
+    while it runs are the same (``self.rebuild.start(self.rebuild.MISSING)``), unless the
+    :meth:`storage_version` it records went with them: then the host finds that it records none
+    and does the same. A recorded version it cannot read is None (unknown), never an error.
     """
 
     name: ClassVar[str] = ""
