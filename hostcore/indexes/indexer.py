@@ -80,6 +80,7 @@ class Indexes:
         self.links, self.search, self.passages = links, search, passages
         self._indexes: dict[str, DerivedIndex] = {}
         self._follows: dict[str, bool] = {}  # index -> whether it records a storage version (else: events feed it)
+        self._seen: dict[str, tuple[str, object]] = {}  # index -> (storage version, its identity) a read last found it at
         self.follower = CoalescingWorker(
             self.catch_up, "hostcore-catch-up", what="background catch-up", gap=gap, every=every, logger=log
         )
@@ -202,8 +203,9 @@ class Indexes:
         """Catch the indexes named (all by default) up with what changed since, if anything, and
         (``nudge``) let the background work of those given something take over.
 
-        Costs one read of the storage's version and of the one each index records when nothing
-        changed; otherwise a tree diff and the changed files. An index that records no storage
+        Costs one read of the storage's version and a stat or two of each index's files when
+        nothing changed (:meth:`_unchanged`); otherwise a read of the version the index records,
+        and when storage moved past it a tree diff and the changed files. An index that records no storage
         version (events feed it), or is being rebuilt, is left alone; one that recorded a version
         before and records none now lost its files (deleted, replaced, its version unreadable):
         it is marked and rebuilt in the background (:meth:`_lost`). A failure is logged, never
@@ -214,19 +216,32 @@ class Indexes:
         checked_disk = False
         for index in [self._indexes[name] for name in names] if names else self:
             changed: int | None = 0
-            if not (index.rebuild is not None and index.rebuild.pending):
+            if not (index.rebuild is not None and index.rebuild.pending) and not self._unchanged(index, version):
+                identity = index.identity()  # before the version: files replaced after it are seen next time
                 recorded = index.storage_version()
-                if recorded is None and self._follows.get(index.name):
-                    self._lost(index)
-                elif recorded is not None and recorded != version:
-                    if not checked_disk:
-                        if self.disk_full():  # an index cannot be written: it catches up once there is space again
-                            return
-                        checked_disk = True
-                    changed = self._catch_up_one(index)
+                if recorded is None:
+                    if self._follows.get(index.name):
+                        self._lost(index)
+                else:
+                    self._follows[index.name] = True  # learnt here by a process that started while it was rebuilt
+                    if recorded != version:
+                        if not checked_disk:
+                            if self.disk_full():  # an index cannot be written: it catches up once there is space again
+                                return
+                            checked_disk = True
+                        changed = self._catch_up_one(index)
+                    if changed is not None:
+                        self._seen[index.name] = (version, identity)
             # what it was given, here or by another thread or process meanwhile
             if nudge and (changed or (index.eventual and index.pending())):
                 index.kick()
+
+    def _unchanged(self, index: DerivedIndex, version: str) -> bool:
+        """Whether ``index`` was found at ``version`` by this process and its files are the same
+        since (its :meth:`~hostcore.seams.index.DerivedIndex.identity`): then a read need not ask
+        it for its recorded version (a stat or two, not a read of the file)."""
+        seen = self._seen.get(index.name)
+        return seen is not None and seen[0] == version and seen[1] is not None and seen[1] == index.identity()
 
     def _version(self) -> str:
         """The storage's version, or :data:`UNVERSIONED` for a storage that keeps none."""

@@ -109,6 +109,12 @@ class SearchBackend(ABC):
     def set_storage_version(self, version: str | None) -> None:
         """Record the storage version the index now reflects (kept across restarts). Optional."""
 
+    def identity(self) -> object:
+        """A cheap mark (a stat or two) of the files that hold the index and its storage version,
+        which changes when they are deleted or replaced; None (the default): the host reads
+        :meth:`storage_version` before every search instead. Optional."""
+        return None
+
     def optimize(self) -> None:
         """Compact the index after a bulk load (reindex, a large start-up catch-up). Optional."""
 

@@ -220,7 +220,7 @@ class DerivedDB:
         if not self.path.exists() or not recover_sqlite(self.path, self.what):
             return False
         if self.rebuild is not None:
-            self.rebuild.marker.touch()
+            self.rebuild.mark()
         return True
 
     def recover(self, exc: BaseException) -> bool:
@@ -304,6 +304,15 @@ class DerivedDB:
     def storage_version(self) -> str | None:
         """The storage version (:meth:`hostcore.Storage.version`) the store reflects; None when unknown."""
         return self.meta(STORAGE_VERSION)
+
+    def identity(self) -> tuple[int, int, int] | None:
+        """Which file is at the path now (one stat): another when it was deleted or replaced, even
+        by one that took the old one's inode number (its ctime differs)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino, st.st_ctime_ns
 
     def set_storage_version(self, version: str | None) -> None:
         self.set_meta(STORAGE_VERSION, version)

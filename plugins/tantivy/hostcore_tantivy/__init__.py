@@ -98,6 +98,15 @@ def _version_in(data: bytes) -> str | None:
     return text if _VERSION.fullmatch(text) else None
 
 
+def _stat(path: Path) -> tuple[int, int, int, int] | None:
+    """Which file or folder is at ``path`` and when it last changed; None when there is none."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns
+
+
 def _finish_merges(writer: tantivy.IndexWriter, lock: FileLock) -> None:
     try:
         writer.wait_merging_threads()
@@ -204,6 +213,11 @@ class TantivySearch(SearchBackend):
                     set_aside(self._version_path, "search index", "it holds no storage version",
                               then="comparing the index with storage")  # fmt: skip
         return version
+
+    def identity(self) -> object:
+        """The folder and the version file (replaced by every new version, rewritten by nothing
+        else): another folder, or a version file deleted, replaced or written over, changes it."""
+        return _stat(self._folder), _stat(self._version_path)
 
     def set_storage_version(self, version: str | None) -> None:
         """Kept in a small file beside the index, replaced atomically."""
