@@ -29,7 +29,8 @@ errors). The last text block is the error as a JSON object: a stable `code` (`va
 `not_found`, `conflict`, `insufficient_scope`, `forbidden`, `too_large`, `rate_limited`, `unavailable`,
 `internal_error`), the `message`, the `field` at fault when one argument is, and what else the
 error knows (`required_scope` for `insufficient_scope`; `retry_after`, the whole seconds to wait,
-for `rate_limited`, which a write over the caller's writes limit gets). Any error but a conflict opens with its message as a
+for `rate_limited`, which a write over the caller's writes limit gets, and for `unavailable` while
+an index the call needs is rebuilt from storage). Any error but a conflict opens with its message as a
 text block of its own, starting with the argument at fault (`slug: ...`) and saying the next step.
 A conflict is the JSON object alone, with the current `hash` (empty when the page no longer exists)
 and, for save_page, the current `body`.

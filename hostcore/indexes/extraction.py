@@ -10,8 +10,9 @@ and workers keep serving.
 The outcome is cached in ``extracted.sqlite`` in the instance folder against the file's blob
 hash and the extractor's name, so a file is extracted once, whatever page it moves to. A failure
 is cached too (a hostile file costs its time limit once); delete the file to try again, e.g.
-after raising the limits. A file no extractor accepts is not cached: installing one later
-makes its text available.
+after raising the limits (deleted or found damaged while the wiki runs, it is set aside and made
+anew at once: files are extracted again as they are asked for). A file no extractor accepts is
+not cached: installing one later makes its text available.
 """
 
 from __future__ import annotations
@@ -20,19 +21,22 @@ import json
 import os
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from hostcore.errors import ExtractionFailed
+from hostcore.errors import ExtractionFailed, Unavailable
 from hostcore.indexes.extract_child import READY
 from hostcore.seams.extract import Extractor, choose
 from hostcore.seams.sqlite import DerivedDB
 
 Status = Literal["extracted", "unsupported", "failed"]
+T = TypeVar("T")
 START_SECONDS = 120.0
 """How long the extraction subprocess may take to start and import its extractor: far more than
 it needs (well under a second on an idle machine), only there so a hung import cannot hold a thread."""
@@ -147,9 +151,11 @@ class TextExtraction:
         extractor = choose(self.extractors, media_type)
         if extractor is None:
             return self._unsupported(media_type)
-        row = self._db.connection().execute(
-            "SELECT status, text, reason FROM texts WHERE hash = ? AND extractor = ?", (digest, extractor.name)
-        ).fetchone()
+        row = self._cache(
+            lambda db: db.execute(
+                "SELECT status, text, reason FROM texts WHERE hash = ? AND extractor = ?", (digest, extractor.name)
+            ).fetchone()
+        )
         return Extraction(row[0], row[1], row[2], extractor.name) if row is not None else None
 
     def text(self, data: bytes, digest: str, media_type: str) -> Extraction:
@@ -164,11 +170,23 @@ class TextExtraction:
                                 extractor=extractor.name)  # fmt: skip
         except ExtractionFailed as exc:
             result = Extraction("failed", reason=exc.message, extractor=extractor.name)
-        self._db.connection().execute(
-            "INSERT OR REPLACE INTO texts (hash, extractor, status, text, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
-            (digest, extractor.name, result.status, result.text, result.reason, time.time()),
+        self._cache(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO texts (hash, extractor, status, text, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (digest, extractor.name, result.status, result.text, result.reason, time.time()),
+            )
         )
         return result
+
+    def _cache(self, use: Callable[[sqlite3.Connection], T]) -> T:
+        """``use(db)`` on the cache. A file found damaged is set aside and a new one used at once:
+        a cache, it only costs extracting again."""
+        try:
+            with self._db.guard() as db:
+                return use(db)
+        except Unavailable:  # what guard() raises once it set a damaged file aside
+            with self._db.guard() as db:
+                return use(db)
 
     @staticmethod
     def _unsupported(media_type: str) -> Extraction:

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hostcore.index")
 GAP_SECONDS = 0.2  # under a stream of saves, a background catch-up starts at most this often
 LINK_GRAPH, SEARCH_INDEX, PASSAGE_INDEX = "link graph", "search index", "passage index"
+UNVERSIONED = "unversioned"  # what an index records once compared with a storage that keeps no versions (fs)
+REINDEX = "by `hostcore reindex`"
 
 
 class Indexes:
@@ -77,8 +79,8 @@ class Indexes:
         self.storage, self.folder, self.disk_full = storage, Path(folder), disk_full
         self.links, self.search, self.passages = links, search, passages
         self._indexes: dict[str, DerivedIndex] = {}
-        self._seen: dict[str, str] = {}  # index -> the storage version this process last caught it up to
         self._follows: dict[str, bool] = {}  # index -> whether it records a storage version (else: events feed it)
+        self._seen: dict[str, tuple[str, object]] = {}  # index -> (storage version, its identity) a read last found it at
         self.follower = CoalescingWorker(
             self.catch_up, "hostcore-catch-up", what="background catch-up", gap=gap, every=every, logger=log
         )
@@ -139,9 +141,12 @@ class Indexes:
         self.follower.kick()
 
     def wait(self) -> None:
-        """Wait until every index reflects every change so far and its background work is done
-        (tests, benchmarks)."""
+        """Wait until every index reflects every change so far and its background work (a rebuild
+        this process runs included) is done (tests, benchmarks)."""
         self.follower.wait()
+        for index in self:
+            if index.rebuild is not None:
+                index.rebuild.wait()
         self.catch_up()
         for index in self:
             index.wait()
@@ -198,28 +203,63 @@ class Indexes:
         """Catch the indexes named (all by default) up with what changed since, if anything, and
         (``nudge``) let the background work of those given something take over.
 
-        Costs one read of the storage's version when nothing changed since this process last
-        caught them up; otherwise a tree diff and the changed files. An index that records no
-        storage version, or is being rebuilt, is left alone; a failure is logged, never raised.
-        Raises Unavailable when the storage cannot be reached.
+        Costs one read of the storage's version and a stat or two of each index's files when
+        nothing changed (:meth:`_unchanged`); otherwise a read of the version the index records,
+        and when storage moved past it a tree diff and the changed files. An index that records no storage
+        version (events feed it), or is being rebuilt, is left alone; one that recorded a version
+        before and records none now lost its files (deleted, replaced, its version unreadable):
+        it is marked and rebuilt in the background (:meth:`_lost`). A failure is logged, never
+        raised. Raises Unavailable when the storage cannot be reached, or when an index's file is
+        found damaged (it is then rebuilt).
         """
-        version = self.storage.version()
-        if version is None:
-            return
+        version = self._version()
         checked_disk = False
         for index in [self._indexes[name] for name in names] if names else self:
             changed: int | None = 0
-            if self._seen.get(index.name) != version and not (index.rebuild is not None and index.rebuild.pending):
-                if not checked_disk:
-                    if self.disk_full():  # an index cannot be written: it catches up once there is space again
-                        return
-                    checked_disk = True
-                changed = self._catch_up_one(index)
-                if changed is not None:
-                    self._seen[index.name] = version
+            if not (index.rebuild is not None and index.rebuild.pending) and not self._unchanged(index, version):
+                identity = index.identity()  # before the version: files replaced after it are seen next time
+                recorded = index.storage_version()
+                if recorded is None:
+                    if self._follows.get(index.name):
+                        self._lost(index)
+                else:
+                    self._follows[index.name] = True  # learnt here by a process that started while it was rebuilt
+                    if recorded != version:
+                        if not checked_disk:
+                            if self.disk_full():  # an index cannot be written: it catches up once there is space again
+                                return
+                            checked_disk = True
+                        changed = self._catch_up_one(index)
+                    if changed is not None:
+                        self._seen[index.name] = (version, identity)
             # what it was given, here or by another thread or process meanwhile
             if nudge and (changed or (index.eventual and index.pending())):
                 index.kick()
+
+    def _unchanged(self, index: DerivedIndex, version: str) -> bool:
+        """Whether ``index`` was found at ``version`` by this process and its files are the same
+        since (its :meth:`~hostcore.seams.index.DerivedIndex.identity`): then a read need not ask
+        it for its recorded version (a stat or two, not a read of the file)."""
+        seen = self._seen.get(index.name)
+        return seen is not None and seen[0] == version and seen[1] is not None and seen[1] == index.identity()
+
+    def _version(self) -> str:
+        """The storage's version, or :data:`UNVERSIONED` for a storage that keeps none."""
+        return self.storage.version() or UNVERSIONED
+
+    def _lost(self, index: DerivedIndex) -> None:
+        """``index`` recorded a storage version and records none now: its files were deleted,
+        replaced or found unreadable while the wiki ran. Rebuild it in the background (a comparison
+        with storage: what it still holds is kept), marked meanwhile, so no read answers from it;
+        one that cannot be marked is compared with storage now."""
+        lost = f"{index.name}: it records no storage version any more (its files went missing, were replaced or unreadable)"
+        if index.rebuild is None:
+            log.warning("%s; comparing it with storage now", lost)
+            with self._lock(index):
+                self._catch_up_locked(index, compare=True)
+            return
+        log.warning("%s; comparing it with storage in the background", lost)
+        index.rebuild.start(index.rebuild.MISSING)
 
     def _catch_up_one(self, index: DerivedIndex) -> int | None:
         """Catch one index up under its lock: how many files it was given, None when that failed
@@ -245,24 +285,23 @@ class Indexes:
         left alone (events feed it). ``full``: compare it with storage whatever it records."""
         recorded = index.storage_version()
         if recorded is None and not (compare or full):
-            self._follows[index.name] = False
             return 0
-        version = self.storage.version()  # read under the lock: never older than another process caught it up to
+        version = self._version()  # read under the lock: never older than another process caught it up to
         paths = self._changed_paths(index, recorded, version, full)
         if paths:
-            index.apply(Changes(tuple(paths), self.storage, version, progress))
+            index.apply(Changes(tuple(paths), self.storage, None if version == UNVERSIONED else version, progress))
         if version != recorded or full:
             index.set_storage_version(version)
-        self._follows[index.name] = version is not None and index.storage_version() is not None
+        self._follows[index.name] = index.storage_version() is not None
         return len(paths)
 
-    def _changed_paths(self, index: DerivedIndex, recorded: str | None, version: str | None, full: bool) -> list[str]:
+    def _changed_paths(self, index: DerivedIndex, recorded: str | None, version: str, full: bool) -> list[str]:
         """The paths ``index`` wants that changed from ``recorded`` to ``version``: along the
         storage's changes when it can tell, else by comparing what the index holds with storage's
         hashes (an index that cannot say what it holds is emptied and given everything). Files are
         read after the version is taken, so the index holds what the version holds or newer, and
         the next catch-up covers the rest."""
-        if not full and recorded is not None and version is not None:
+        if not full and recorded is not None and version != UNVERSIONED:
             since = [] if recorded == version else self.storage.changed_since(recorded, version)
             if since is not None:
                 return sorted({path for path in since if index.wants(path)})
@@ -279,19 +318,27 @@ class Indexes:
         return FileLock(self.folder / index.lock)
 
     def _rebuild(self, index: DerivedIndex) -> None:
-        """Fill the emptied ``index`` from storage (its :class:`~hostcore.seams.derived.Rebuild`'s
-        work), logging its progress; a second pass takes in what changed while the first one ran."""
+        """Bring the marked ``index`` in line with storage (its :class:`~hostcore.seams.derived.Rebuild`'s
+        work: emptied after damage, so filled; lost files, so compared), logging its progress and
+        recording it in the mark, whence every process tells callers how long to wait; a second
+        pass takes in what changed while the first one ran."""
+        rebuild = index.rebuild
+        assert rebuild is not None
         total = sum(1 for path in self.storage.hashes() if index.wants(path))
         log.info("%s: rebuilding from storage, %d %s", index.name, total, index.unit)
         started, done = time.monotonic(), 0
+        rebuild.progress(0, total, index.unit)
 
         def progress(count: int) -> None:
             nonlocal done
             done += count
+            rebuild.progress(done, total, index.unit)
             log.info("%s: rebuilding, %d of %d %s", index.name, done, total, index.unit)
 
         for report in (progress, None):
             with self._lock(index):
+                if not rebuild.pending:  # done meanwhile by another process (``hostcore reindex``)
+                    return
                 self._catch_up_locked(index, compare=True, progress=report)
         index.kick()
         log.info("%s: rebuilt from storage, %d %s in %.1f s", index.name, total, index.unit, time.monotonic() - started)
@@ -300,12 +347,14 @@ class Indexes:
 
     def current(self, name: str, *, while_rebuilt: bool = False) -> DerivedIndex:
         """The index ``name``, caught up with storage for a read: Unavailable while it is rebuilt
-        after damage (unless ``while_rebuilt``, or it is ``eventual``: it answers from what it holds,
-        and its background work is nudged)."""
+        after damage or lost files (unless ``while_rebuilt``). An ``eventual`` index's rebuild only
+        notes every document as pending (its background work indexes them), so it is short; after
+        it, the index answers from what it holds, saying how much is pending, and its background
+        work is nudged."""
         index = self._indexes[name]
-        if index.rebuild is not None and not (index.eventual or while_rebuilt):
+        self.catch_up(name, nudge=not index.eventual)  # first: it finds an index whose files went missing
+        if index.rebuild is not None and not while_rebuilt:
             index.rebuild.check()
-        self.catch_up(name, nudge=not index.eventual)
         if index.eventual:
             index.kick()
         return index
@@ -336,13 +385,20 @@ class Indexes:
         unless not ``empty``; returns how many files it was given. Clears a rebuild mark."""
         index = self._indexes[name]
         with self._lock(index):
+            if empty and index.rebuild is not None:  # the servers' reads say so meanwhile, rather than answer from it
+                index.rebuild.mark(REINDEX)
             index.prepare()
             if empty:
                 index.clear()
             changed = self._catch_up_locked(index, compare=True, full=empty, progress=progress)
-        if index.rebuild is not None:
-            index.rebuild.done()
+            if index.rebuild is not None:
+                index.rebuild.done()
         return changed
+
+    def rebuilding(self, *, progress: bool = True) -> list[dict[str, Any]]:
+        """The indexes being rebuilt now, by any process (one look at a marker file each): each
+        one's name, why, when it should be done and (``progress``) how far it got (what health shows)."""
+        return [index.rebuild.state(progress) for index in self if index.rebuild is not None and index.rebuild.pending]
 
 
 @hookimpl

@@ -41,6 +41,9 @@ class SearchIndex(DerivedIndex):
     def set_storage_version(self, version: str | None) -> None:
         self.backend.set_storage_version(version)
 
+    def identity(self) -> object:
+        return self.backend.identity()
+
     def indexed(self) -> dict[str, str]:
         return {page_path(slug): digest for slug, digest in self.backend.hashes().items()}
 

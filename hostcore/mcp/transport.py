@@ -167,9 +167,14 @@ def liveness() -> Response:
 
     503 ``damaged`` when this machine's ``shared.sqlite`` was found damaged (at start-up or by a
     request since; one look at a marker file): nobody can sign in or use a token here until it is
-    repaired, though public pages are still served."""
+    repaired, though public pages are still served. ``rebuilding`` (200) while a derived index is
+    rebuilt from storage (a look at each one's marker file): the reads that need it answer
+    ``unavailable`` meanwhile."""
     host = host_of()
     body: dict[str, Any] = {"status": "ok", "storage": host.config["STORAGE"], "shared": host.shared.name}
+    rebuilding = host.indexes.rebuilding(progress=False)
+    if rebuilding:  # still 200: the worker serves, and a restart would only start the rebuild again
+        body.update(status="rebuilding", rebuilding=rebuilding)
     problem = host.shared.damage()
     if problem is not None:
         body.update(status="damaged", problems=[problem])

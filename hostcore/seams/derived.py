@@ -18,7 +18,9 @@ disk.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -26,7 +28,7 @@ import time
 from collections.abc import Callable
 from contextlib import closing, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from hostcore.errors import Unavailable
@@ -36,6 +38,7 @@ from hostcore.seams.storage import disk_full
 log = logging.getLogger("hostcore.derived")
 
 _DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+OPEN_ATTEMPTS = 5  # opening a SQLite file that meets an I/O error (see connect)
 
 
 def damaged(exc: BaseException) -> bool:
@@ -85,21 +88,38 @@ def connect(path: Path, **kwargs: Any) -> tuple[sqlite3.Connection, tuple[int, i
     reopen when the id differs get a normal connection once there is space again. A file made
     here is private to its user (mode 0600), whatever the process's umask.
     """
-    opened = file_id(path)
-    if opened is None:  # made here, not by SQLite (0644 less the umask); its -wal and -shm take its mode
-        with suppress(OSError):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    db = sqlite3.connect(path, **kwargs)
-    try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return db, opened
-    except sqlite3.OperationalError:
-        db.close()
-        wal = path.with_name(path.name + "-wal")
-        if opened is None or not disk_full(path.parent) or (wal.exists() and wal.stat().st_size):
-            raise
+    for attempt in range(OPEN_ATTEMPTS):
+        opened = file_id(path)
+        if opened is None:
+            _create(path)
+        db = sqlite3.connect(path, **kwargs)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db, opened
+        except sqlite3.OperationalError as exc:
+            db.close()
+            # a file deleted with its -wal and -shm one by one (an operator's rm) while this opens
+            # it: for a moment a new file meets the old one's -shm, an I/O error; open it again
+            if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_IOERR and attempt + 1 < OPEN_ATTEMPTS:
+                time.sleep(0.01 * (attempt + 1))
+                continue
+            wal = path.with_name(path.name + "-wal")
+            if opened is None or not disk_full(path.parent) or (wal.exists() and wal.stat().st_size):
+                raise
+            break
     log.warning("%s: the disk is full; reading it as a read-only snapshot until there is space again", path)
     return sqlite3.connect(f"file:{quote(str(path))}?immutable=1", uri=True, **kwargs), None
+
+
+def _create(path: Path) -> None:
+    """Make the SQLite file ``path`` here, not by SQLite (0644 less the umask): private to its
+    user, its -wal and -shm take its mode. A -wal or -shm found beside the new file is what a file
+    deleted since (an operator's ``rm``) left: removed first (under the lock :func:`recover_sqlite`
+    takes), or SQLite would read the new file through the old one's log."""
+    with suppress(OSError), FileLock(path.with_name(path.name + ".lock")):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def quick_check(path: Path) -> str | None:
@@ -157,15 +177,24 @@ def recover_sqlite(
         return True
 
 
+FIRST_WAIT = 2  # seconds a caller is told to wait before a rebuild has reported progress
+MAX_WAIT = 300  # the longest wait a caller is told
+
+
 class Rebuild:
     """One derived store's "being rebuilt from storage" state, shared by every process.
 
     ``marker`` (a file) exists from :meth:`start` until the rebuild is done, so a process killed
-    halfway leaves the store marked and the next start-up (or the next read) finishes the job.
-    ``work``, the function that rebuilds the store, is set by whoever knows how (the host, for the
-    search index and the link graph); it runs in a background thread of one process at a time
-    (a lock beside the marker, taken without waiting), so the wiki keeps serving meanwhile.
+    halfway leaves the store marked and the next start-up (or the next read) finishes the job. It
+    holds why (:attr:`DAMAGE`, :attr:`MISSING`) and how far the rebuild got
+    (:meth:`progress`), so every process tells callers the same wait (:meth:`error`, :meth:`state`).
+    ``work``, the function that rebuilds the store, is set by whoever knows how (the host, for
+    every derived index); it runs in a background thread of one process at a time (a lock beside
+    the marker, taken without waiting), so the wiki keeps serving meanwhile.
     """
+
+    DAMAGE: ClassVar[str] = "after damage"  # why a store is rebuilt: the default
+    MISSING: ClassVar[str] = "after its files went missing or unreadable"  # deleted, replaced or unreadable while the wiki ran
 
     def __init__(self, marker: Path, what: str) -> None:
         self.marker = Path(marker)
@@ -178,16 +207,91 @@ class Rebuild:
     def pending(self) -> bool:
         return self.marker.exists()
 
-    def start(self) -> None:
-        """Mark the store as needing a rebuild (it was just emptied) and begin it if ``work`` is set."""
-        self.marker.touch()
+    def mark(self, reason: str = "") -> None:
+        """Mark the store as being rebuilt, ``reason`` saying why (a store marked already keeps its reason)."""
+        if not self.marker.exists():
+            self._write({"reason": reason or self.DAMAGE, "started": time.time()})
+
+    def start(self, reason: str = "") -> None:
+        """Mark the store as needing a rebuild (it was just emptied, or found missing) and begin it
+        if ``work`` is set."""
+        self.mark(reason)
         self.resume()
 
     def done(self) -> None:
         self.marker.unlink(missing_ok=True)
 
+    def progress(self, done: int, total: int, unit: str) -> None:
+        """Record that ``done`` of ``total`` ``unit`` are rebuilt: what the wait callers are told follows from it."""
+        found = self._read()
+        if found is None:
+            return
+        if not isinstance(found.get("started"), (int, float)):  # a marker that said nothing: it started when made
+            with suppress(OSError):
+                found["started"] = self.marker.stat().st_mtime
+        self._write({**found, "done": done, "total": total, "unit": unit, "at": time.time()})
+
+    def state(self, progress: bool = True) -> dict[str, Any]:
+        """What health shows while the store is rebuilt: which (``index``), why (``reason``),
+        ``retry_after`` (the whole seconds until it should be done) and, with ``progress``, when
+        known, ``done`` of ``total`` ``unit``."""
+        found = self._read() or {}
+        out: dict[str, Any] = {"index": self.what, "reason": str(found.get("reason", self.DAMAGE)), "retry_after": self._wait(found)}
+        if progress and isinstance(found.get("total"), int) and isinstance(found.get("done"), int):
+            out.update(done=found["done"], total=found["total"], unit=str(found.get("unit", "")))
+        return out
+
     def error(self) -> Unavailable:
-        return Unavailable(f"the {self.what} is being rebuilt from storage after damage; try again in a minute")
+        """What a call that needs the store raises meanwhile: why, and when to try again (also as
+        ``retry_after`` in its data; no progress counts: they are the whole wiki's, and any caller
+        may meet this)."""
+        state = self.state(progress=False)
+        return Unavailable(
+            f"the {self.what} is being rebuilt from storage {state['reason']}; try again in about {state['retry_after']} s",
+            retry_after=state["retry_after"],
+        )
+
+    def _wait(self, found: dict[str, Any]) -> int:
+        """Whole seconds until the rebuild should be done: from its pace so far, else a guess that
+        grows with the time it has run."""
+        now = time.time()
+        started = found.get("started")
+        if not isinstance(started, (int, float)):
+            try:
+                started = self.marker.stat().st_mtime
+            except OSError:
+                started = now
+        done, total, at = found.get("done"), found.get("total"), found.get("at")
+        if isinstance(done, int) and isinstance(total, int) and isinstance(at, (int, float)) and done > 0:
+            pace = max(at - started, 1e-3) / done  # seconds a file
+            left = (total - done) * pace - (now - at)
+        else:
+            left = max(FIRST_WAIT, now - started)
+        return max(1, min(MAX_WAIT, math.ceil(left)))
+
+    def _read(self) -> dict[str, Any] | None:
+        """The marker's record; None when there is no marker, {} for one that says nothing (touched)."""
+        try:
+            data = self.marker.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return {}
+        try:
+            found = json.loads(data or b"{}")
+        except ValueError:
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def _write(self, state: dict[str, Any]) -> None:
+        """Replace the marker at once: readers never see half of it."""
+        partial = self.marker.with_name(f"{self.marker.name}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            partial.write_text(json.dumps(state))
+            os.replace(partial, self.marker)
+        except OSError:  # a full disk: a marker that says nothing still marks the store
+            partial.unlink(missing_ok=True)
+            self.marker.touch()
 
     def check(self) -> None:
         """Raise :meth:`error` while the store is being rebuilt (and make sure someone is at it)."""

@@ -114,6 +114,12 @@ class DerivedIndex(ABC):
         if self.db is not None:
             self.db.set_storage_version(version)
 
+    def identity(self) -> object:
+        """A cheap mark of the index's files (a stat or two) that changes when they are deleted or
+        replaced: while it and the storage's version are as a read last found them, the next read
+        need not ask :meth:`storage_version` again. None: ask every time."""
+        return self.db.identity() if self.db is not None else None
+
     def indexed(self) -> Mapping[str, str] | None:
         """Path -> hash of every file the index holds, to compare with storage's when it cannot
         tell what changed; None (the default): the index is emptied and given every file instead."""

@@ -67,7 +67,10 @@ class SearchBackend(ABC):
     an error at run time) it sets them aside (:func:`hostcore.set_aside`,
     :func:`hostcore.recover_sqlite`), starts again empty and calls ``self.rebuild.start()``; the
     host then refills it from storage in the background, and searches answer Unavailable
-    meanwhile. A call that met the damage raises ``self.rebuild.error()``.
+    meanwhile. A call that met the damage raises ``self.rebuild.error()``. Files found missing
+    while it runs are the same (``self.rebuild.start(self.rebuild.MISSING)``), unless the
+    :meth:`storage_version` it records went with them: then the host finds that it records none
+    and does the same. A recorded version it cannot read is None (unknown), never an error.
     """
 
     name: ClassVar[str] = ""
@@ -105,6 +108,12 @@ class SearchBackend(ABC):
 
     def set_storage_version(self, version: str | None) -> None:
         """Record the storage version the index now reflects (kept across restarts). Optional."""
+
+    def identity(self) -> object:
+        """A cheap mark (a stat or two) of the files that hold the index and its storage version,
+        which changes when they are deleted or replaced; None (the default): the host reads
+        :meth:`storage_version` before every search instead. Optional."""
+        return None
 
     def optimize(self) -> None:
         """Compact the index after a bulk load (reindex, a large start-up catch-up). Optional."""

@@ -52,10 +52,12 @@ def statements(script: str) -> list[str]:
 
 class _Opened:
     """One thread's connection: the process it belongs to, the file it opened (None: a read-only
-    snapshot on a full disk, reopened at next use), and the DerivedDB's epoch then."""
+    snapshot on a full disk, reopened at next use), its shared-memory file (``NAME-shm``: deleted
+    or replaced under an open connection, as an operator's ``rm NAME*`` does, it leaves that
+    connection reading and writing a log nobody else sees), and the DerivedDB's epoch then."""
 
-    def __init__(self, db: sqlite3.Connection, opened: tuple[int, int] | None, epoch: int) -> None:
-        self.db, self.opened, self.epoch, self.pid = db, opened, epoch, os.getpid()
+    def __init__(self, db: sqlite3.Connection, opened: tuple[int, int] | None, shm: tuple[int, int] | None, epoch: int) -> None:
+        self.db, self.opened, self.shm, self.epoch, self.pid = db, opened, shm, epoch, os.getpid()
 
 
 class DerivedDB:
@@ -84,6 +86,7 @@ class DerivedDB:
         meta: bool = True,
     ) -> None:
         self.path = Path(path)
+        self._shm = self.path.with_name(self.path.name + "-shm")
         self.what = what
         self.schema = f"{META};\n{schema}" if meta else schema
         self.version = version
@@ -108,20 +111,21 @@ class DerivedDB:
         mine: _Opened | None = getattr(self._local, "mine", None)
         current = file_id(self.path)
         if mine is not None and mine.pid == os.getpid() and mine.epoch == self._epoch:
-            if current is not None and current == mine.opened:
+            if current is not None and current == mine.opened and file_id(self._shm) == mine.shm:
                 return mine.db
             self._forget(mine.db)  # replaced meanwhile, or a snapshot taken on a full disk
         self._local.mine = None
         existed = current is not None
         db, opened = connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        shm = None
         try:
             if opened is not None or not existed:  # a writable file (not a full disk's read-only snapshot)
                 self._prepare(db)
-                opened = file_id(self.path)
+                opened, shm = file_id(self.path), file_id(self._shm)
         except BaseException:
             db.close()
             raise
-        self._local.mine = _Opened(db, opened, self._epoch)
+        self._local.mine = _Opened(db, opened, shm, self._epoch)
         with self._guard:
             self._adopt()
             self._open = [(t, c) for t, c in self._open if self._alive(t, c)]
@@ -216,7 +220,7 @@ class DerivedDB:
         if not self.path.exists() or not recover_sqlite(self.path, self.what):
             return False
         if self.rebuild is not None:
-            self.rebuild.marker.touch()
+            self.rebuild.mark()
         return True
 
     def recover(self, exc: BaseException) -> bool:
@@ -241,8 +245,14 @@ class DerivedDB:
     @contextmanager
     def guard(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection; a transaction left open by an error is rolled back, and damage
-        met meanwhile is recovered from (:meth:`recover`) and raised as :meth:`unavailable`."""
-        db = self.connection()
+        met meanwhile (opening the file too) is recovered from (:meth:`recover`) and raised as
+        :meth:`unavailable`."""
+        try:
+            db = self.connection()
+        except sqlite3.DatabaseError as exc:
+            if self.recover(exc):
+                raise self.unavailable() from exc
+            raise
         try:
             yield db
         except BaseException as exc:
@@ -294,6 +304,15 @@ class DerivedDB:
     def storage_version(self) -> str | None:
         """The storage version (:meth:`hostcore.Storage.version`) the store reflects; None when unknown."""
         return self.meta(STORAGE_VERSION)
+
+    def identity(self) -> tuple[int, int, int] | None:
+        """Which file is at the path now (one stat): another when it was deleted or replaced, even
+        by one that took the old one's inode number (its ctime differs)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_dev, st.st_ino, st.st_ctime_ns
 
     def set_storage_version(self, version: str | None) -> None:
         self.set_meta(STORAGE_VERSION, version)

@@ -75,6 +75,7 @@ class Health(TypedDict, total=False):
     storage: dict[str, object]
     rate_limits: dict[str, object]
     passages: dict[str, object]
+    rebuilding: list[dict[str, object]]
 
 
 def _index_page(wiki: WikiBase, namespace: str) -> str:
@@ -270,6 +271,8 @@ class LinksMixin(PagesMixin):
                 "missing_attachments": len(broken),
             },
         }
+        # the counts of a rebuild's progress are the whole wiki's: for callers who read all of it
+        result["rebuilding"] = [dict(state) for state in self.host.indexes.rebuilding(progress=self.principal.namespaces is None)]
         if self.principal.namespaces is None:
             result["storage"] = self.storage.status()
             result["rate_limits"] = self.host.limiter.status()

@@ -81,7 +81,9 @@ def health(
     namespace you can read). Returns missing (links {from, to}), missing_attachments
     (Markdown links and images {from, to} whose attachment URL, /_/files/namespace/page/filename,
     names no stored file), orphans (slugs; namespace index pages are never orphans), stale ({slug,
-    changed}), counts of each (lists stop at 500), and
+    changed}), counts of each (lists stop at 500), rebuilding (the indexes being rebuilt from
+    storage now, each with index, reason and retry_after: search or backlinks answer unavailable
+    until then; empty when none), and
     for callers with access to every namespace, storage facts such as the state of the push to a
     backup remote, and rate_limits (the limits per caller, where they are counted and whether that
     store answers).

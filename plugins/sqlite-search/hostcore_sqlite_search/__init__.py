@@ -287,6 +287,9 @@ class SqliteSearch(SearchBackend):
     def storage_version(self) -> str | None:
         return self._db.storage_version()
 
+    def identity(self) -> object:
+        return self._db.identity()
+
     def set_storage_version(self, version: str | None) -> None:
         with self._write() as db:
             if version is None:

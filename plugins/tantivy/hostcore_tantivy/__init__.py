@@ -12,6 +12,10 @@ Processes share the index through the folder:
 - Before each search the reader compares ``meta.json`` (rewritten atomically by every commit) with
   the one it loaded, and reloads when it differs: a write is visible to the very next search in
   any process, for the price of reading one small file.
+- Files found damaged or missing (the folder, ``meta.json``) are set aside and the index rebuilt
+  from storage; a version file that holds no version is set aside and read as unknown (the host
+  then compares the index with storage); what a writer killed mid-commit left is collected by
+  the next commit.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ SNIPPET_CHARS = 200
 PREFIX_MARKS = 16  # prefix expansions marked in snippets (matching uses all of them)
 MAX_LIMIT = 1000
 _DAMAGE = ("An IO error occurred", "Data corrupted")  # how tantivy reports files it cannot decode
+_CORRUPT = "Data corrupted"  # of those, what no concurrent commit causes
+_LEFT_OVER = "FileAlreadyExists"  # a file of a commit that a killed writer began
+_VERSION = re.compile(r"[\x21-\x7e]{1,200}")  # what a storage version looks like: one word of visible ASCII
 _SPACES = re.compile(r"\s+")
 
 
@@ -83,6 +90,21 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("tags", stored=True, tokenizer_name=ANALYSER)
     builder.add_text_field("hash", stored=True, tokenizer_name="raw", index_option="basic")
     return builder.build()
+
+
+def _version_in(data: bytes) -> str | None:
+    """The storage version a version file holds; None when it holds none (damaged)."""
+    text = data.decode("ascii", "replace").strip()
+    return text if _VERSION.fullmatch(text) else None
+
+
+def _stat(path: Path) -> tuple[int, int, int, int] | None:
+    """Which file or folder is at ``path`` and when it last changed; None when there is none."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns
 
 
 def _finish_merges(writer: tantivy.IndexWriter, lock: FileLock) -> None:
@@ -133,15 +155,31 @@ class TantivySearch(SearchBackend):
         index.config_reader(reload_policy="manual")
         self._index, self._opened, self._loaded_meta = index, file_id(self._folder), b""
 
-    def _set_aside(self, problem: Exception) -> None:
-        set_aside(self._folder, "search index", str(problem))
+    def _reopen(self) -> bool:
+        """Open the folder anew (under the lock): it is not the one opened. True when its files
+        went missing (deleted while the wiki ran, not set aside by a process that found them
+        damaged: that one marks the rebuild first), so it is started anew and rebuilt."""
+        lost = not (self._folder / "meta.json").exists() and not self.rebuild.pending
+        if lost:
+            self._set_aside(f"{self._folder / 'meta.json'} went missing", self.rebuild.MISSING)
+        self._open()
+        return lost
+
+    def _set_aside(self, problem: Exception | str, reason: str = "") -> None:
+        """Set the folder aside (what is left of it) and start anew, marked as being rebuilt from
+        storage: marked first, so a process that finds the folder replaced meanwhile knows why."""
+        self.rebuild.mark(reason)
+        if self._folder.exists():
+            set_aside(self._folder, "search index", str(problem))
+        else:
+            log.warning("search index: %s; rebuilding it from storage", problem)
         self._version_path.unlink(missing_ok=True)  # the new, empty index reflects no storage version
-        self._folder.mkdir()
-        self.rebuild.start()
+        self._folder.mkdir(exist_ok=True)
+        self.rebuild.resume()
 
     def _recover(self, exc: ValueError) -> Exception:
-        """What to raise for ``exc``, a search's error: damage found in the files (checked only
-        when read) sets the folder aside and says the index is being rebuilt."""
+        """What to raise for ``exc``, an error reading the index: damage found in the files
+        (checked only when read) sets the folder aside and says the index is being rebuilt."""
         if not str(exc).startswith(_DAMAGE):
             return exc
         with FileLock(self._lock_path):
@@ -159,10 +197,27 @@ class TantivySearch(SearchBackend):
         self._write((), (), clear=True)
 
     def storage_version(self) -> str | None:
+        """None when unknown: no file, or one that holds no version (damaged: set aside, so the
+        host compares the index with storage, once)."""
         try:
-            return self._version_path.read_text().strip() or None
+            version = _version_in(self._version_path.read_bytes())
         except FileNotFoundError:
             return None
+        if version is None:
+            with FileLock(self._lock_path):  # one process sets it aside
+                try:
+                    version = _version_in(self._version_path.read_bytes())
+                except FileNotFoundError:
+                    return None
+                if version is None:
+                    set_aside(self._version_path, "search index", "it holds no storage version",
+                              then="comparing the index with storage")  # fmt: skip
+        return version
+
+    def identity(self) -> object:
+        """The folder and the version file (replaced by every new version, rewritten by nothing
+        else): another folder, or a version file deleted, replaced or written over, changes it."""
+        return _stat(self._folder), _stat(self._version_path)
 
     def set_storage_version(self, version: str | None) -> None:
         """Kept in a small file beside the index, replaced atomically."""
@@ -177,7 +232,29 @@ class TantivySearch(SearchBackend):
         lock = FileLock(self._lock_path)
         lock.__enter__()  # released by _finish_merges once merges started by this commit are done
         try:
-            writer = self._writer(len(docs))
+            if file_id(self._folder) != self._opened:  # set aside by another process, or deleted
+                self._reopen()
+            writer = self._commit(docs, removed, clear=clear)
+        except BaseException:
+            lock.__exit__(None, None, None)
+            raise
+        self._merges = threading.Thread(target=_finish_merges, args=(writer, lock), name="tantivy-merge", daemon=True)
+        self._merges.start()
+
+    def _commit(self, docs: Sequence[SearchDoc], removed: Sequence[str], *, clear: bool) -> tantivy.IndexWriter:
+        """One commit (under the lock); returns its writer, whose merges may still run.
+
+        A writer killed mid-commit (a worker's SIGKILL) leaves files that the same commit makes
+        again (``FileAlreadyExists``): they are garbage collected and the commit made once more.
+        Damage met on the way sets the folder aside (Unavailable: it is rebuilt)."""
+        for attempt in range(2):
+            try:
+                writer = self._writer(len(docs))
+            except ValueError as exc:
+                if not str(exc).startswith(_DAMAGE):
+                    raise
+                self._open(damage=exc)
+                raise self.rebuild.error() from exc
             try:
                 if clear:
                     writer.delete_all_documents()
@@ -187,15 +264,21 @@ class TantivySearch(SearchBackend):
                     writer.delete_documents_by_term("slug", doc.slug)
                     writer.add_document(self._document(doc))
                 writer.commit()
-            except BaseException:
+                return writer
+            except BaseException as exc:
                 writer.rollback()
+                left = attempt == 0 and isinstance(exc, ValueError) and _LEFT_OVER in str(exc)
+                if left:
+                    writer.garbage_collect_files()
                 writer.wait_merging_threads()
+                if left:
+                    log.warning("search index: %s: left by a writer stopped mid-commit; removed, committing again", exc)
+                    continue
+                if isinstance(exc, ValueError) and str(exc).startswith(_DAMAGE):
+                    self._open(damage=exc)
+                    raise self.rebuild.error() from exc
                 raise
-        except BaseException:
-            lock.__exit__(None, None, None)
-            raise
-        self._merges = threading.Thread(target=_finish_merges, args=(writer, lock), name="tantivy-merge", daemon=True)
-        self._merges.start()
+        raise AssertionError("unreachable")
 
     def _writer(self, batch: int) -> tantivy.IndexWriter:
         """A writer; tantivy's own lock can only be busy if something outside hostcore holds it."""
@@ -226,22 +309,42 @@ class TantivySearch(SearchBackend):
     # reading
 
     def _searcher(self) -> tantivy.Searcher:
-        """A searcher that sees every commit made before this call, by any process."""
-        if file_id(self._folder) != self._opened:  # set aside as damaged by another process
+        """A searcher that sees every commit made before this call, by any process.
+
+        Files found missing or damaged set the folder aside (Unavailable: it is rebuilt); a
+        reload that fails while a commit or merge of another process removes files is tried again,
+        and once more under the lock, where none runs: failing then, the files are damaged."""
+        if file_id(self._folder) != self._opened:  # set aside by another process, or deleted
             with FileLock(self._lock_path):
-                self._open()
+                if self._reopen():
+                    raise self.rebuild.error()
         for attempt in range(20):
-            meta = (self._folder / "meta.json").read_bytes()
+            try:
+                meta = (self._folder / "meta.json").read_bytes()
+            except FileNotFoundError:
+                with FileLock(self._lock_path):
+                    self._reopen()
+                raise self.rebuild.error() from None
             if meta == self._loaded_meta:
                 return self._index.searcher()
             try:
                 self._index.reload()
-            except ValueError:  # a concurrent merge removed files of the meta we read: read it again
-                time.sleep(0.002 * attempt)
+            except ValueError as exc:
+                if str(exc).startswith(_CORRUPT):
+                    raise self._recover(exc) from exc
+                time.sleep(0.002 * attempt)  # a concurrent merge removed files of the meta we read: read it again
                 continue
             self._loaded_meta = meta
             return self._index.searcher()
-        raise Unavailable("the search index is being rewritten; try again")
+        with FileLock(self._lock_path):
+            try:
+                meta = (self._folder / "meta.json").read_bytes()
+                self._index.reload()
+            except (OSError, ValueError) as exc:
+                self._open(damage=exc)
+                raise self.rebuild.error() from exc
+        self._loaded_meta = meta
+        return self._index.searcher()
 
     def search(
         self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20
@@ -304,11 +407,13 @@ class TantivySearch(SearchBackend):
         searcher = self._searcher()
         if not searcher.num_docs:
             return {}
-        found = searcher.search(Query.all_query(), limit=searcher.num_docs, count=False).hits
         out: dict[str, str] = {}
-        for _score, address in found:
-            doc = searcher.doc(address)
-            out[str(doc.get_first("slug"))] = str(doc.get_first("hash"))
+        try:
+            for _score, address in searcher.search(Query.all_query(), limit=searcher.num_docs, count=False).hits:
+                doc = searcher.doc(address)
+                out[str(doc.get_first("slug"))] = str(doc.get_first("hash"))
+        except ValueError as exc:
+            raise self._recover(exc) from exc
         return out
 
     def close(self) -> None:
