@@ -75,7 +75,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.embed import Embedder, Vectors, unit_rows
     from hostcore.seams.extract import Extractor
     from hostcore.seams.hookspecs import hookimpl
-    from hostcore.seams.host import PluginHost, RateLimits, ServiceKey, Slot
+    from hostcore.seams.host import DerivedIndexes, PluginHost, RateLimits, ServiceKey, Slot
     from hostcore.seams.index import Changes, DerivedIndex
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import prompt, resource
@@ -119,7 +119,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.embed": ("Embedder", "Vectors", "unit_rows"),
     "hostcore.seams.extract": ("Extractor",),
     "hostcore.seams.hookspecs": ("hookimpl",),
-    "hostcore.seams.host": ("PluginHost", "RateLimits", "ServiceKey", "Slot"),
+    "hostcore.seams.host": ("DerivedIndexes", "PluginHost", "RateLimits", "ServiceKey", "Slot"),
     "hostcore.seams.index": ("Changes", "DerivedIndex"),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("prompt", "resource"),
@@ -178,6 +178,7 @@ __all__ = [
     "Delete",
     "DerivedDB",
     "DerivedIndex",
+    "DerivedIndexes",
     "DiskFull",
     "Embedder",
     "ExtractionFailed",

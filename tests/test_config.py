@@ -1,6 +1,9 @@
+from collections.abc import Mapping
+from typing import ClassVar
+
 import pytest
 
-from hostcore import ConfigError, StartupError, create_app, hookimpl, tool
+from hostcore import SYSTEM, ConfigError, Setting, StartupError, create_app, hookimpl, tool
 from hostcore.host.config import env_overrides, load_config
 
 
@@ -156,6 +159,53 @@ def test_every_first_party_backend_declares_its_settings(tmp_path, plugin, kind)
     config = {"PLUGINS": ["fs", plugin], kind: plugin, "PLUGIN_CONFIG": {plugin: {"bogus": 1}}}
     with pytest.raises(StartupError, match=rf"PLUGIN_CONFIG\.{plugin}\.bogus: the {plugin} backend has no setting 'bogus'"):
         create_app(config, instance_path=tmp_path)
+
+
+class Wordstats:
+    """A plugin named ``wordstats`` whose storage backend is named ``wsdir``."""
+
+    __name__ = "wordstats"
+
+    @hookimpl
+    def register_storage_backends(self, register):
+        from hostcore_fs import FileStorage
+
+        class DirectoryStorage(FileStorage):
+            name = "wsdir"
+            settings: ClassVar[Mapping[str, Setting]] = {"fsync": Setting(bool, True, "flush each file before it is acknowledged")}
+
+        register(DirectoryStorage)
+
+
+def test_a_backend_is_configured_by_its_own_name_not_its_plugins(tmp_path):
+    """The table of a backend is named after the backend, as STORAGE names it, even when its plugin
+    has another name: its path applies, its settings reach it, a misspelt key is refused."""
+    config = {"PLUGINS": ["fs"], "STORAGE": "wsdir", "PLUGIN_CONFIG": {"wsdir": {"path": "pages", "fsync": False}}}
+    host = create_app(config, instance_path=tmp_path / "a", plugins=[Wordstats()]).extensions["hostcore"]
+    try:
+        host.wiki(SYSTEM).save_namespace("notes")
+        assert (tmp_path / "a" / "pages" / "notes" / ".namespace.yaml").is_file()
+        assert host.storage.config == {"fsync": False}
+    finally:
+        host.close()
+    misspelt = {**config, "PLUGIN_CONFIG": {"wsdir": {"fsnyc": False}}}
+    with pytest.raises(StartupError) as err:
+        create_app(misspelt, instance_path=tmp_path / "b", plugins=[Wordstats()])
+    assert err.value.data["problems"] == [
+        "PLUGIN_CONFIG.wsdir.fsnyc: the wsdir backend has no setting 'fsnyc'; did you mean 'fsync'? its settings: fsync, path"
+    ]
+
+
+def test_a_table_of_nobody_is_refused(tmp_path):
+    """A table must name a plugin in PLUGINS or a loaded backend; the message says which fix applies."""
+    config = {"PLUGINS": ["fs"], "PLUGIN_CONFIG": {"fs": {}, "wsdri": {"path": "x"}, "git": {"remote": "/x"}}}
+    with pytest.raises(StartupError) as err:
+        create_app(config, instance_path=tmp_path, plugins=[Wordstats()])
+    assert err.value.data["problems"] == [
+        "PLUGIN_CONFIG.wsdri: no plugin in PLUGINS and no loaded backend is named 'wsdri' (backends: fs, wsdir); "
+        "name the table after its plugin, or after its backend (the name STORAGE, SEARCH or EMBEDDER takes), or remove it",
+        "PLUGIN_CONFIG.git: plugin 'git' is not in PLUGINS; add it or remove this table",
+    ]
 
 
 def test_a_backend_gets_its_declared_defaults(tmp_path):

@@ -5,18 +5,22 @@ every tool is documented; the examples of docs/writing_plugins.md run as written
 import ast
 import inspect
 import io
+import os
 import re
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
 import pluggy
 import pytest
 
-from hostcore import ConfigError, NotFound
+from hostcore import SYSTEM, ConfigError, NotFound, Unavailable
 from hostcore.app import build_host
 from hostcore.cli.commands import EMBEDDED_EMBEDDER, EMBEDDED_PLUGINS, EMBEDDED_SEARCH, EMBEDDED_STORAGE
 from hostcore.cli.reference import render
 from hostcore.seams import hookspecs
+from hostcore.testing.documents import png_image
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,7 +98,7 @@ def test_writing_plugins_example_runs_as_documented(tmp_path):
 
     instance = tmp_path / "instance"
     cli(instance, "init", env=env)
-    plugins_line = code_blocks(doc, "The smallest plugin", "toml")[0].strip()
+    [plugins_line] = [b.strip() for b in code_blocks(doc, "The smallest plugin", "toml") if b.startswith("PLUGINS = ")]
     config = instance / "hostcore.toml"
     config.write_text(re.sub(r"^PLUGINS = .*$", plugins_line, config.read_text(), flags=re.M))
     assert cli(instance, "check", env=env).stdout.endswith("config OK\n")
@@ -107,6 +111,114 @@ def test_writing_plugins_example_runs_as_documented(tmp_path):
     proc, _base, _port, log = start_server(instance, workers=1, env=env)
     stop_process_group(proc)
     assert re.search(r"\[\d+\] \[INFO\] counting words in hostcore$", log.read_text(), re.M), log.read_text()
+
+
+def project_files(doc: str, heading: str) -> dict[str, str]:
+    """The code blocks of the section under ``## heading`` that open with a ``# <path>`` comment: path -> text."""
+    found = {}
+    for block in code_blocks(doc, heading, r"\w+"):
+        first = re.match(r"# (\S+)\n", block)
+        if first:
+            found[first.group(1)] = block
+    return found
+
+
+@pytest.mark.slow  # runs pytest in a process of its own
+def test_testing_example_runs_as_documented(tmp_path):
+    """The smallest plugin's project as the docs write it (setup.cfg, pyproject.toml, the module)
+    with the root conftest.py and the tests of "Testing a plugin": setuptools reads its setup.cfg,
+    and pytest, run there as its author would run it, passes every test."""
+    doc = (ROOT / "docs" / "writing_plugins.md").read_text()
+    files = project_files(doc, "The smallest plugin") | project_files(doc, "Testing a plugin")
+    wanted = ["hostcore_wordcount/__init__.py", "setup.cfg", "pyproject.toml", "conftest.py", "tests/test_wordcount.py"]
+    assert set(wanted) <= set(files), sorted(files)
+    project = tmp_path / "hostcore-wordcount"
+    for path in wanted:
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(files[path])
+    from setuptools.config.setupcfg import read_configuration
+
+    options = read_configuration(project / "setup.cfg")["options"]
+    assert options["entry_points"] == {"hostcore": ["wordcount = hostcore_wordcount"]}
+    assert options["extras_require"] == {"test": ["pytest", "hostcore-tokens"]}  # what conftest.py imports
+    # a process of its own: the tiers plugin the conftest loads sets state of this process's run
+    tested = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"], cwd=project,
+                            env={**os.environ, "PYTHONPATH": str(project)}, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert tested.returncode == 0 and " 3 passed" in tested.stdout, tested.stdout + tested.stderr
+
+
+def test_service_layer_example_runs_as_documented(tmp_path):
+    example = code_blocks((ROOT / "docs" / "writing_plugins.md").read_text(), "The service layer", "python")[0]
+    host = build_host(tmp_path, {"PLUGINS": ["fs"], "STORAGE": "fs"})
+    try:
+        exec(example, {"host": host})
+        assert host.wiki(SYSTEM).page("notes/plan").body == "# Plan\n\nA second draft.\nAnd more.\n"  # merged
+    finally:
+        host.close()
+
+
+def test_extractor_example_runs_as_documented(tmp_path, monkeypatch):
+    """The CSV extractor of "A text extractor", as a package on PYTHONPATH (the extraction
+    subprocess imports it there), and the test the section shows, passing."""
+    doc = (ROOT / "docs" / "writing_plugins.md").read_text()
+    files = project_files(doc, "A text extractor")
+    site = tmp_path / "site"
+    for path in ("hostcore_csvrows/extract.py", "hostcore_csvrows/__init__.py"):
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(files[path])
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    import hostcore_csvrows  # type: ignore[import-not-found]
+
+    [test] = [block for block in code_blocks(doc, "A text extractor", "python") if block.startswith("def test_")]
+    namespace: dict = {}
+    exec(test, namespace)
+    host = build_host(tmp_path / "instance", {"PLUGINS": ["fs"], "STORAGE": "fs"}, [hostcore_csvrows])
+    try:
+        wiki = host.wiki(SYSTEM)
+        wiki.save_namespace("notes")
+        namespace["test_an_upload_is_extracted_and_found"](host, wiki)
+        statuses = {}  # the other two text_status values the section names
+        for filename, data in (("empty.csv", b""), ("photo.png", png_image(8, 8))):
+            ticket = wiki.upload_attachment("notes/fruit", filename)
+            statuses[filename] = wiki.complete_upload(ticket["upload_url"].rsplit("/", 1)[1], data)["text_status"]
+        assert statuses == {"empty.csv": "failed", "photo.png": "unsupported"}
+        with pytest.raises(Unavailable, match="the CSV cannot be read"):  # the file is kept, the reason named
+            wiki.read_attachment("notes/fruit", "empty.csv")
+    finally:
+        host.close()
+
+
+def test_service_methods_take_the_tools_arguments_by_their_names(tmp_path):
+    """As "The service layer" says: each tool has a ``Wiki`` method of its name that takes its
+    arguments by the same names, but for the ones the section names."""
+    from hostcore.service.wiki import Wiki
+
+    embedded = {"PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH, "EMBEDDER": EMBEDDED_EMBEDDER}
+    host = build_host(tmp_path, embedded, start=False)
+    unlike: dict[str, list[str]] = {}
+    for name, tool in host.tools.items():
+        parameters = inspect.signature(getattr(Wiki, name)).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):  # save_namespace(name, basehash, **settings)
+            continue
+        if missing := sorted(set(inspect.signature(tool.fn).parameters) - tool.inject - set(parameters)):
+            unlike[name] = missing
+    host.close()
+    assert unlike == {"read_page": ["revision", "section"], "edit_page": ["dryRun"]}
+    section = (ROOT / "docs" / "writing_plugins.md").read_text().split("\n## The service layer\n", 1)[1].split("\n## ", 1)[0]
+    for said in ("`section_name` for the tool's `section`", "`read_page_at(slug=, revision=", "`dry_run` for\n`dryRun`"):
+        assert said in section, said
+
+
+def test_the_architecture_lists_what_plugins_may_use_of_the_host():
+    """The member table of "The host plugins see" is PluginHost's members, no more, no fewer."""
+    from hostcore import PluginHost
+
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("\n## The host plugins see\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `host\.(\w+)", section, re.M))
+    members = {name for name in dir(PluginHost) if not name.startswith("_")} | set(PluginHost.__annotations__)
+    assert listed == members
 
 
 def test_backend_settings_example_checks_and_defaults(tmp_path):

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import pytest
 
-from hostcore import PluginHost, ServiceKey, Slot, StartupError, create_app, hookimpl, tool
+from hostcore import DerivedIndexes, PluginHost, ServiceKey, Slot, StartupError, create_app, hookimpl, tool
 from hostcore.seams import hookspecs
 
 from .conftest import BASE_CONFIG
@@ -162,10 +162,12 @@ def test_the_host_is_what_plugins_may_use(tmp_path):
     try:
         assert PluginHost in type(host).__mro__
         members = [name for name in dir(PluginHost) if not name.startswith("_")] + list(PluginHost.__annotations__)
-        assert {"config", "instance_path", "pm", "shared", "limiter", "redis", "wiki", "plugin_config", "on_close", "slot",
-                "service"} == set(members)  # fmt: skip
+        assert {"config", "instance_path", "pm", "shared", "limiter", "indexes", "redis", "wiki", "plugin_config", "on_close",
+                "slot", "service"} == set(members)  # fmt: skip
         for name in members:
             assert hasattr(host, name), name
+        for name in ("current", "wait"):  # DerivedIndexes: what a plugin may use of host.indexes
+            assert name in dir(DerivedIndexes) and hasattr(host.indexes, name), name
     finally:
         host.close()
     for name, spec in vars(hookspecs).items():

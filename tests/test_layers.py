@@ -76,7 +76,7 @@ def runtime_imports(path: Path, package: str) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
-    found = []
+    found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue

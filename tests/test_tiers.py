@@ -77,6 +77,13 @@ def project(root: Path, tests: str) -> Path:
     return root
 
 
+def as_at_a_terminal() -> None:
+    """Ctrl-C's SIGINT as a terminal delivers it: a run started in the background by a shell
+    (``make test &``, a CI runner) inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt, so the interrupted run would wait out its test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def pytest_cmd(root: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(root), "-W", "error", *args]
 
@@ -120,6 +127,7 @@ def test_an_interrupted_run_leaves_no_server_behind(tmp_path, test, signum):
     run = subprocess.Popen(
         pytest_cmd(root, "-s", f"{root}/test_it.py::{test}"),
         cwd=root, env={**os.environ, "SERVER_PID_FILE": str(pid_file)}, start_new_session=True,
+        preexec_fn=as_at_a_terminal,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     server = None

@@ -243,16 +243,11 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
         if key in SETTINGS and SETTINGS[key].type is list and isinstance(value, list):
             if not all(isinstance(item, str) and item for item in value):
                 problems.append(f"{where(config, key)}: expected a list of non-empty strings, got {value!r}")
-    plugins = config.get("PLUGINS")
     plugin_config = config.get("PLUGIN_CONFIG")
-    if isinstance(plugin_config, Mapping) and isinstance(plugins, list):
-        for name, value in plugin_config.items():
-            if not isinstance(value, Mapping):
-                problems.append(f"{where(config, 'PLUGIN_CONFIG', name)}: must be a table of settings")
-            elif name not in plugins:
-                problems.append(
-                    f"{where(config, 'PLUGIN_CONFIG', name)}: plugin {name!r} is not in PLUGINS; add it or remove this table"
-                )
+    # whom each table belongs to (a plugin, or a backend of one) is known once plugins load: host.backend_problems
+    for name, value in plugin_config.items() if isinstance(plugin_config, Mapping) else ():
+        if not isinstance(value, Mapping):
+            problems.append(f"{where(config, 'PLUGIN_CONFIG', name)}: must be a table of settings")
     for key in ("PUBLIC_URL", "AUTHORIZATION_SERVERS"):
         value = config.get(key)
         urls = value if isinstance(value, list) else [value]

@@ -82,10 +82,12 @@ def backend_problems(
     search: Mapping[str, type[SearchBackend]],
     embedders: Mapping[str, type[Embedder]] | None = None,
 ) -> list[str]:
-    """Every problem with ``STORAGE``, ``SEARCH``, ``EMBEDDER`` and the backends' ``PLUGIN_CONFIG`` tables.
+    """Every problem with ``STORAGE``, ``SEARCH``, ``EMBEDDER`` and the ``PLUGIN_CONFIG`` tables.
 
-    A table named after a backend is checked against the settings it declares (plus ``path``, its
-    folder, which the host handles); other plugins check their own tables in ``startup``.
+    A backend's table is named after the backend (the name ``STORAGE``, ``SEARCH`` or
+    ``EMBEDDER`` takes), whatever its plugin is called, and is checked against the settings it
+    declares (plus ``path``, its folder, which the host handles); any other table must name a
+    plugin in ``PLUGINS``, which checks its own table in ``startup``.
     """
     problems = []
     listed = config.get("PLUGINS")
@@ -106,7 +108,11 @@ def backend_problems(
     for name, values in tables.items() if isinstance(tables, Mapping) else ():
         classes = (storage.get(name), search.get(name), (embedders or {}).get(name))
         declared = [cls.settings for cls in classes if cls is not None]
-        if not declared or not isinstance(values, Mapping):
+        if not isinstance(values, Mapping):
+            continue  # config.problems_in named it
+        if not declared:
+            if isinstance(listed, list) and name not in plugins:  # a PLUGINS that is no list is named already
+                problems.append(f"{where(config, 'PLUGIN_CONFIG', name)}: {_nobody(name, storage, search, embedders or {})}")
             continue
         spec = {"path": PATH_SETTING}
         for settings in declared:
@@ -115,6 +121,17 @@ def backend_problems(
         named = partial(where, config, "PLUGIN_CONFIG", name)
         problems += settings_problems(spec, given, named, f"the {name} backend")
     return problems
+
+
+def _nobody(name: str, *backends: Mapping[str, type]) -> str:
+    """Why a ``PLUGIN_CONFIG`` table named ``name`` belongs to no plugin and no backend, and the fix."""
+    if name in installed_plugins():
+        return f"plugin {name!r} is not in PLUGINS; add it or remove this table"
+    loaded = ", ".join(sorted({backend for table in backends for backend in table})) or "none"
+    return (
+        f"no plugin in PLUGINS and no loaded backend is named {name!r} (backends: {loaded}); name the table after "
+        "its plugin, or after its backend (the name STORAGE, SEARCH or EMBEDDER takes), or remove it"
+    )
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -136,6 +153,7 @@ class Host(PluginHost):
 
     config: dict[str, Any]
     limiter: RateLimiter
+    indexes: Indexes
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ the core uses the same hooks a third-party plugin does. Installed plugins load o
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Iterable
 from importlib import metadata
@@ -25,9 +26,20 @@ DEFAULT_PLUGINS = (
 ENTRY_POINT_GROUP = "hostcore"
 
 
+DISTRIBUTIONS: dict[int, tuple[Any, metadata.Distribution | None]] = {}
+"""id of a plugin loaded from an entry point -> (the plugin, its distribution), for :func:`describe`."""
+
+
+@functools.cache
+def _entry_points() -> tuple[metadata.EntryPoint, ...]:
+    """Read once per process: scanning every installed distribution's metadata is the slowest
+    part of loading the plugins, and what is installed does not change under a running process."""
+    return tuple(metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
 def installed_plugins() -> dict[str, metadata.EntryPoint]:
     """Name -> entry point of every installed hostcore plugin."""
-    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return {ep.name: ep for ep in _entry_points()}
 
 
 def make_plugin_manager(
@@ -69,8 +81,11 @@ def load_plugins(
                 pm.register(importlib.import_module(name), name=name)
             except ImportError as exc:
                 problems.append(f"{source}: cannot import {name!r} ({exc}); check the module path and PYTHONPATH")
-        elif name in available:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP, name=name)
+        elif name in available:  # as pluggy's load_setuptools_entrypoints, without its scan of every distribution
+            entry = available[name]
+            plugin = entry.load()
+            pm.register(plugin, name=name)
+            DISTRIBUTIONS[id(plugin)] = (plugin, entry.dist)
         else:
             known = ", ".join(sorted(available)) or "none"
             problems.append(
@@ -91,7 +106,7 @@ def load_plugins(
 
 def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
     """What loaded: each plugin's name, distribution and version, and the hooks it implements."""
-    dists = {id(plugin): dist for plugin, dist in pm.list_plugin_distinfo()}
+    dists = {id(plugin): dist for plugin, dist in DISTRIBUTIONS.values()}
     out = []
     for name, plugin in pm.list_name_plugin():
         dist = dists.get(id(plugin))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import redis
 
     from hostcore.domain.principal import Principal
+    from hostcore.seams.index import DerivedIndex
     from hostcore.service.wiki import Wiki
 
 T = TypeVar("T")
@@ -92,13 +93,29 @@ class RateLimits(Protocol):
         ...
 
 
+class DerivedIndexes(Protocol):
+    """The host's derived indexes (``host.indexes``): the core's and those plugins register."""
+
+    def current(self, name: str) -> DerivedIndex:
+        """The index ``name``, caught up with storage first (a read never answers from an index
+        older than the writes acknowledged before it). Raises Unavailable while it is rebuilt
+        after damage (an ``eventual`` index answers from what it holds instead)."""
+        ...
+
+    def wait(self) -> None:
+        """Wait until every index reflects every change so far and its background work is done,
+        the passage index's (attachments' text, for ``search_attachments``) included: tests, benchmarks."""
+        ...
+
+
 class PluginHost(Protocol):
     """Everything a plugin may use of the host; hooks that take ``host`` receive one.
 
     Attributes: ``config`` (the settings, read only), ``instance_path`` (the instance folder),
     ``pm`` (the plugin manager: ask another hook with ``host.pm.hook.<name>(...)``, by keyword),
     ``shared`` (:class:`~hostcore.seams.shared.SharedState`: records every worker and host
-    share), ``limiter`` (:class:`RateLimits`) and ``redis`` (the client of ``REDIS_URL``, or None).
+    share), ``limiter`` (:class:`RateLimits`), ``indexes`` (:class:`DerivedIndexes`) and ``redis``
+    (the client of ``REDIS_URL``, or None).
     """
 
     config: MutableMapping[str, Any]
@@ -106,6 +123,7 @@ class PluginHost(Protocol):
     pm: pluggy.PluginManager
     shared: SharedState
     limiter: RateLimits
+    indexes: DerivedIndexes
 
     @property
     def redis(self) -> redis.Redis | None:

@@ -11,6 +11,7 @@ own, so nothing else waits for it; :mod:`hostcore.mcp.endpoint`).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import types
@@ -69,6 +70,10 @@ _BOUNDS = {
 }
 
 
+_SCHEMAS: dict[int, tuple[type[BaseModel], dict[str, Any]]] = {}
+"""input model's id -> (the model, its cleaned JSON Schema); the model is kept so an id is never reused."""
+
+
 @dataclass
 class Tool(Injected):
     """An MCP tool: its function, schemas, required scope and annotations."""
@@ -89,7 +94,13 @@ class Tool(Injected):
 
     @property
     def input_schema(self) -> dict[str, Any]:
-        return _clean(self.input_model.model_json_schema())
+        """The JSON Schema of the tool's arguments (a copy: callers may change it). Made once per
+        tool, which every app in the process shares: pydantic's schema generation is the bulk of
+        building an app's tool list."""
+        made = _SCHEMAS.get(id(self.input_model))
+        if made is None or made[0] is not self.input_model:
+            made = _SCHEMAS[id(self.input_model)] = (self.input_model, _clean(self.input_model.model_json_schema()))
+        return copy.deepcopy(made[1])
 
     def parse(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Validate arguments strictly against the signature: no coercion ("5" is not an integer,

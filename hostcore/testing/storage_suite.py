@@ -115,8 +115,11 @@ class StorageConformance:
             storage.apply([Delete("notes/a.md", expect=blob_hash(b"other"))], CHANGE)
         storage.apply([Delete("notes/a.md", expect=h)], CHANGE)
         assert not storage.exists("notes/a.md")
-        with pytest.raises((NotFound, Conflict)):
+        with pytest.raises(NotFound):  # nothing to delete, and nothing was expected of it
             storage.apply([Delete("notes/a.md")], CHANGE)
+        with pytest.raises(Conflict) as err:  # it was expected to hold h
+            storage.apply([Delete("notes/a.md", expect=h)], CHANGE)
+        assert err.value.data["hash"] == ""
 
     def test_list_sorted_and_nested(self, storage: Storage) -> None:
         storage.apply(
