@@ -98,6 +98,6 @@ def test_sqlite_files_are_made_private_whatever_the_umask(tmp_path: Path, umask_
     db, _ = connect(tmp_path / "derived.sqlite", isolation_level=None)
     wal(db)
     db.execute("CREATE TABLE t (x)")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["derived.sqlite", "derived.sqlite-shm", "derived.sqlite-wal"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["derived.sqlite", "derived.sqlite-shm", "derived.sqlite-wal", "derived.sqlite.lock"]
     assert exposed(tmp_path) == []
     db.close()

@@ -302,6 +302,7 @@ async def test_health_reports_missing_and_orphans_per_namespace_and_per_token(se
         "missing_attachments": [],
         "orphans": [f"{one}/lonely"],
         "stale": [],
+        "rebuilding": [],
         "counts": {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0},
     }
     expected_two = {
@@ -309,6 +310,7 @@ async def test_health_reports_missing_and_orphans_per_namespace_and_per_token(se
         "missing_attachments": [],
         "orphans": [f"{two}/c"],
         "stale": [],
+        "rebuilding": [],
         "counts": {"missing": 1, "orphans": 1, "stale": 0, "missing_attachments": 0},
     }
     assert {k: v for k, v in report_one.items() if k not in ("storage", "rate_limits", "passages")} == expected_one
