@@ -247,7 +247,7 @@ class TantivySearch(SearchBackend):
         A writer killed mid-commit (a worker's SIGKILL) leaves files that the same commit makes
         again (``FileAlreadyExists``): they are garbage collected and the commit made once more.
         Damage met on the way sets the folder aside (Unavailable: it is rebuilt)."""
-        for attempt in range(2):
+        for attempt in range(3):
             try:
                 writer = self._writer(len(docs))
             except ValueError as exc:
@@ -267,9 +267,10 @@ class TantivySearch(SearchBackend):
                 return writer
             except BaseException as exc:
                 writer.rollback()
-                left = attempt == 0 and isinstance(exc, ValueError) and _LEFT_OVER in str(exc)
+                left = attempt < 2 and isinstance(exc, ValueError) and _LEFT_OVER in str(exc)
                 if left:
                     writer.garbage_collect_files()
+                    self._remove_left_over(str(exc))
                 writer.wait_merging_threads()
                 if left:
                     log.warning("search index: %s: left by a writer stopped mid-commit; removed, committing again", exc)
@@ -279,6 +280,23 @@ class TantivySearch(SearchBackend):
                     raise self.rebuild.error() from exc
                 raise
         raise AssertionError("unreachable")
+
+    def _remove_left_over(self, message: str) -> None:
+        """Remove the file a ``FileAlreadyExists`` names when no commit refers to it: tantivy's
+        garbage collection can keep it (a commit's file names repeat at the same opstamp), and
+        the retried commit would meet it again. Called under the lock, after the rollback."""
+        found = re.search(r'FileAlreadyExists\("([0-9a-f]{32})\.([^"/]+)"\)', message)
+        if found is None:
+            return
+        segment, rest = found.groups()
+        meta = (self._folder / "meta.json").read_text(errors="replace")
+        if rest.endswith(".del") and segment in meta.replace("-", ""):  # a live segment: only an older .del is referenced
+            referenced = re.search(rf'"{re.escape(segment)}".{{0,400}}?"opstamp":\s*{re.escape(rest[:-4])}\b', meta.replace("-", ""), re.S)
+            if referenced:
+                return
+        elif segment in meta.replace("-", ""):
+            return
+        (self._folder / f"{segment}.{rest}").unlink(missing_ok=True)
 
     def _writer(self, batch: int) -> tantivy.IndexWriter:
         """A writer; tantivy's own lock can only be busy if something outside hostcore holds it."""
