@@ -211,3 +211,49 @@ def test_int_bounds_reach_the_schema_only_where_none_were_declared():
 
     assert paged.input_schema["properties"]["offset"] == {"default": 0, "minimum": 0, "maximum": 2**53 - 1, "type": "integer"}
     assert paged.parse({"offset": 2**53 - 1}) == {"offset": 2**53 - 1}
+
+
+class Entry(TypedDict):
+    name: str
+    parent: str | None
+    size: int | str | None
+
+
+class Tree(TypedDict):
+    name: str
+    children: list["Tree"]
+
+
+class Listing(TypedDict):
+    entries: list[Entry]
+    tree: Tree
+    next_offset: int | None
+
+
+@tool(read_only=True)
+def listing(*, wiki) -> Listing:
+    """A listing with nested, optional and recursive parts."""
+    return {"entries": [], "tree": {"name": "", "children": []}, "next_offset": None}
+
+
+def test_output_schema_inlines_what_is_not_recursive_and_keeps_its_meaning():
+    import jsonschema
+
+    schema = listing.output_schema
+    entry = schema["properties"]["entries"]["items"]
+    assert entry["properties"]["parent"] == {"type": ["string", "null"]}  # not an anyOf to try
+    assert "anyOf" in entry["properties"]["size"]  # two types and null: left as it is
+    assert schema["properties"]["next_offset"] == {"type": ["integer", "null"]}
+    assert schema["properties"]["tree"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Tree"}
+    assert set(schema["$defs"]) == {"Tree"}  # only what refers to itself stays a definition
+    assert schema["$defs"]["Tree"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Tree"}
+
+    good = {"entries": [{"name": "a", "parent": None, "size": 3}], "tree": {"name": "r", "children": [{"name": "c", "children": []}]}, "next_offset": 2}  # fmt: skip
+    jsonschema.validate(good, schema)
+    for bad in (
+        {**good, "entries": [{"name": "a", "parent": 5, "size": 3}]},
+        {**good, "tree": {"name": "r", "children": [{"name": 1, "children": []}]}},
+        {**good, "next_offset": "2"},
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)

@@ -33,6 +33,7 @@ from mcp.server.streamable_http_manager import (
 )
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from pydantic_core import to_json
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import HostcoreError, InternalError, NotFound
@@ -105,13 +106,23 @@ def error_result(err: HostcoreError) -> types.CallToolResult:
 
 
 def ok_result(t: Tool, result: Any) -> Any:
+    """A tool's answer in its wire shape: the result as ``structuredContent`` and, for clients that
+    read text only, the same as one JSON text.
+
+    A plain dict, not a ``CallToolResult``: the SDK validates and serialises a handler's result
+    once more whatever it gets, so a model would be dumped twice; and the text is encoded by
+    pydantic-core's serialiser, several times faster than the standard library's on a long
+    outline or search result.
+    """
     if isinstance(result, (types.CallToolResult, types.InputRequiredResult)):
         return result
-    text = json.dumps(result, ensure_ascii=False)
+    text = to_json(result).decode()
     if t.user_content:
         text = DATA_FRAME + text
-    structured = result if isinstance(result, dict) else None
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured)
+    answer: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False, "resultType": "complete"}
+    if isinstance(result, dict):
+        answer["structuredContent"] = result
+    return answer
 
 
 def _naming_the_client(send: Any, client_info: Any) -> Any:

@@ -206,7 +206,48 @@ def _output_schema(fn: Callable[..., Any]) -> dict[str, Any] | None:
         schema = TypeAdapter(ret).json_schema()
     except pydantic.PydanticUserError:
         return None
-    return _clean(schema) if schema.get("type") == "object" else None
+    return _flatten(_clean(schema)) if schema.get("type") == "object" else None
+
+
+def _flatten(schema: dict[str, Any]) -> dict[str, Any]:
+    """The output schema as clients check it fastest, saying the same: ``$defs`` inlined where they
+    are not recursive, and ``anyOf: [{type: X}, {type: null}]`` as ``type: [X, null]``.
+
+    Clients check every result against it (the Python SDK's jsonschema resolves a ``$ref`` per
+    item of a list and tries each branch of an ``anyOf``), so its shape is part of each call's cost.
+    """
+    defs: dict[str, Any] = schema.get("$defs", {})
+    kept: set[str] = set()
+
+    def walk(node: Any, inside: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(v, inside) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+            name = ref.removeprefix("#/$defs/")
+            if name in inside or name not in defs:  # recursive: stays a reference
+                kept.add(name)
+                return node
+            return walk(defs[name], (*inside, name))
+        out = {k: walk(v, inside) for k, v in node.items() if k != "$defs"}
+        branches = out.get("anyOf")
+        if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+            other = branches[0] if branches[1] == {"type": "null"} else branches[1]
+            if isinstance(other, dict) and set(other) == {"type"} and isinstance(other["type"], str):
+                del out["anyOf"]
+                out["type"] = [other["type"], "null"]
+        return out
+
+    flat = walk(schema, ())
+    done: dict[str, Any] = {}
+    while kept - done.keys():  # a kept definition may keep others in turn
+        name = min(kept - done.keys())
+        done[name] = walk(defs[name], (name,))
+    if done:
+        flat["$defs"] = done
+    return flat
 
 
 def tool(
