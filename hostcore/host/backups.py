@@ -131,27 +131,43 @@ Found = dict[tuple[str, str], tuple[str, "float | None"]]
 
 def _scan(db: sqlite3.Connection, found: Found, unread: list[str], forward: bool) -> None:
     """Read rows of ``db`` into ``found`` in key order (backwards unless ``forward``), going past the
-    damage: on an error, the rest of that kind is skipped, and a second error ends the pass."""
+    damage: on an error, the rows up to it are read one at a time, the rest of that kind is
+    skipped, and a second error ends the pass."""
     order, past = ("ASC", ">") if forward else ("DESC", "<")
     after: tuple[str, ...] = ()
-    while True:
+
+    def rows(limit: str) -> Iterator[tuple[str, str, str, float | None]]:
         where = {0: "", 1: f"WHERE kind {past} ?", 2: f"WHERE (kind, key) {past} (?, ?)"}[len(after)]
-        query = f"SELECT kind, key, value, expires FROM records {where} ORDER BY kind {order}, key {order}"
+        return db.execute(f"SELECT kind, key, value, expires FROM records {where} ORDER BY kind {order}, key {order}{limit}", after)
+
+    def keep(kind: str, key: str, value: str, expires: float | None) -> None:
+        nonlocal after
+        after = (kind, key)
         try:
-            for kind, key, value, expires in db.execute(query, after):
-                after = (kind, key)
-                try:
-                    json.loads(value)
-                except (TypeError, ValueError):
-                    continue
-                found[(kind, key)] = (value, expires)
+            json.loads(value)
+        except (TypeError, ValueError):
+            return
+        found[(kind, key)] = (value, expires)
+
+    while True:
+        try:
+            for row in rows(""):
+                keep(*row)
             return
         except sqlite3.DatabaseError as exc:
             if str(exc) not in unread:
                 unread.append(str(exc))
-            if len(after) != 2:
-                return
-            after = (after[0],)
+        # The cursor reads a row ahead, so the error took the last good row with it: a query for
+        # one row stops before the next, and reads up to the damaged page itself.
+        try:
+            while (row := next(rows(" LIMIT 1"), None)) is not None:
+                keep(*row)
+            return
+        except sqlite3.DatabaseError:
+            pass
+        if len(after) != 2:
+            return
+        after = (after[0],)
 
 
 def salvage(path: Path) -> tuple[list[tuple[str, str, str, float | None]], list[str]]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -50,6 +52,15 @@ def whoami(client):
 def test_passwords_are_kept_as_argon2id_hashes(app):
     record = app.extensions["hostcore"].shared.get("accounts", "alice")
     assert record["hash"].startswith("$argon2id$") and PASSWORD not in str(record)
+
+
+def test_outside_the_tests_a_password_costs_rfc_9106s_profile():
+    """The tests hash at argon2's cheapest (the root conftest.py); a process of the wiki does not."""
+    made = subprocess.run(
+        [sys.executable, "-c", f"import hostcore_accounts; print(hostcore_accounts.hash_password({PASSWORD!r}))"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert made.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
 
 
 def test_sign_in_and_out(app):
