@@ -151,8 +151,8 @@ def _scan(db: sqlite3.Connection, found: Found, unread: list[str], forward: bool
 
     while True:
         try:
-            for row in rows(""):
-                keep(*row)
+            for found_row in rows(""):
+                keep(*found_row)
             return
         except sqlite3.DatabaseError as exc:
             if str(exc) not in unread:
