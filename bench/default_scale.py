@@ -296,6 +296,7 @@ def follow_catchup(server: Server, cap: float, poll: float, began: float, figure
     the pages embedded per second between polls. True when it finished."""
     say(f"\n  embedding catch-up (hostcore status every {poll:.0f} s; /_/health's status beside):")
     last: tuple[float, int] | None = None
+    first: tuple[float, int] | None = None
     while True:
         asked = time.perf_counter()
         state = catchup_state(server.instance)
@@ -310,13 +311,16 @@ def follow_catchup(server: Server, cap: float, poll: float, began: float, figure
         say(f"  {now:7.0f} s  {indexed:7d} indexed {pending:7d} pending  {rate:7.1f} pages/s since last   "
             f"health {health.get('status')}  (status took {status_s:.1f} s)  load {load():.2f}")  # fmt: skip
         if pending == 0 and indexed > 0:
-            figures.catchup = f"done in {now:.0f} s ({indexed / now:.0f}/s)"
+            steady = f", {(indexed - first[1]) / (now - first[0]):.0f}/s from the first look" if first else ""
+            figures.catchup = f"done {now:.0f} s after launch{steady}"
+            say(f"  caught up {now:.0f} s after the launch: {indexed / now:.0f} pages/s from the launch{steady}")
             return True
         if now > cap:
             figures.catchup = f"{pending} pending at {now:.0f} s"
             say(f"  NOT caught up after the {cap:.0f} s cap: {pending} pending, {indexed} indexed")
             return False
         last = (now, indexed)
+        first = first or last
         time.sleep(max(0.0, poll - status_s))
 
 
