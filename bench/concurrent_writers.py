@@ -48,27 +48,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcp_http import tool_request
+
 CLIENT_PROCESSES = 4
 PAGE_LINE = "A line of a page written by one of many concurrent writers. [[notes/index]]\n"
 
 
 def request(token: str, slug: str, body: str, basehash: str | None) -> tuple[dict[str, str], bytes]:
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "save_page",
-    }
-    arguments = {"slug": slug, "body": body} | ({"basehash": basehash} if basehash else {})
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "save_page", "arguments": arguments, "_meta": meta}}
-    return headers, json.dumps(payload).encode()
+    return tool_request(token, "save_page", {"slug": slug, "body": body} | ({"basehash": basehash} if basehash else {}))
 
 
 def body_of(writer: int, n: int) -> str:
@@ -102,11 +89,11 @@ def write_loop(url: str, token: str, slug: str, writer: int, deadline: float, sa
         out.append((slug, latencies, last))
 
 
-def client_process(url: str, token: str, run: str, writers: list[int], start_at: float, deadline: float, saves: int, queue: Any) -> None:
+def client_process(url: str, token: str, run: str, writers: list[int], ready: Any, seconds: float, saves: int, queue: Any) -> None:
     out: list[Any] = []
-    time.sleep(max(0.0, start_at - time.time()))
-    mono_deadline = time.monotonic() + (deadline - time.time())
-    threads = [threading.Thread(target=write_loop, args=(url, token, f"notes/{run}-w{w}", w, mono_deadline, saves, out)) for w in writers]
+    ready.wait()  # every client process has imported what it needs before the first save
+    deadline = time.monotonic() + seconds
+    threads = [threading.Thread(target=write_loop, args=(url, token, f"notes/{run}-w{w}", w, deadline, saves, out)) for w in writers]
     for t in threads:
         t.start()
     for t in threads:
@@ -120,10 +107,12 @@ def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     groups = [list(range(i, writers, CLIENT_PROCESSES)) for i in range(min(CLIENT_PROCESSES, writers))]
-    start_at = time.time() + 2.0  # every client process is up before the first save
-    procs = [ctx.Process(target=client_process, args=(url, token, run, g, start_at, start_at + seconds, saves, queue)) for g in groups]
+    ready = ctx.Barrier(len(groups) + 1)
+    procs = [ctx.Process(target=client_process, args=(url, token, run, g, ready, seconds, saves, queue)) for g in groups]
     for p in procs:
         p.start()
+    ready.wait()
+    start_at = time.time()
     results = [item for _ in procs for item in queue.get()]
     wall = time.time() - start_at
     for p in procs:

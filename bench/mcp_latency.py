@@ -19,7 +19,6 @@ never asserts timings. Everything it starts is stopped at the end (process group
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import re
@@ -33,13 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcp_http import tool_request
+
 PAGE_SLUG = "notes/bench"
 PAGE_BYTES = 10 * 1024
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 # --- the bare Flask app, served by gunicorn exactly like hostcore serve does -----------------
@@ -150,17 +146,7 @@ def cli(instance: Path, *args: str) -> str:
 
 
 def raw_request(token: str) -> tuple[dict[str, str], bytes]:
-    headers = {
-        "Authorization": f"Bearer {token}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": "read_page",
-    }
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "read_page", "arguments": {"slug": PAGE_SLUG}, "_meta": META}}  # fmt: skip
-    return headers, json.dumps(body).encode()
+    return tool_request(token, "read_page", {"slug": PAGE_SLUG})
 
 
 def check_raw(response: Any) -> None:

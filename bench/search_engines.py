@@ -95,13 +95,17 @@ class Corpus:
         words = self.words(self.rng.randint(6, 18))
         return words[0].capitalize() + " " + " ".join(words[1:]) + "."
 
-    def page(self, i: int) -> Doc:
+    def title(self, i: int) -> str:
         rng = self.rng
-        ns = NAMESPACES[i % len(NAMESPACES)]
-        title_words = [rng.choice(TOPICAL) for _ in range(rng.randint(1, 3))] + self.words(rng.randint(1, 3))
-        title = " ".join(title_words).capitalize() + f" {i}"
+        words = [rng.choice(TOPICAL) for _ in range(rng.randint(1, 3))] + self.words(rng.randint(1, 3))
+        return " ".join(words).capitalize() + f" {i}"
+
+    def body(self, target: int, link: Callable[[], str], link_share: float = 0.3, code: bool = True, sentences: int = 6) -> str:
+        """Markdown blocks up to about ``target`` characters: headings, lists, code blocks (with
+        ``code``), paragraphs of 2 to ``sentences`` sentences, ``link_share`` of them ending with a
+        wiki-link to the slug ``link()`` draws."""
+        rng = self.rng
         parts: list[str] = []
-        target = rng.randint(2000, 5000)
         size = 0
         while size < target:
             kind = rng.random()
@@ -109,16 +113,23 @@ class Corpus:
                 block = "## " + " ".join(self.words(rng.randint(2, 5))).capitalize()
             elif kind < 0.3:
                 block = "\n".join(f"- {self.sentence()}" for _ in range(rng.randint(2, 5)))
-            elif kind < 0.37:
+            elif code and kind < 0.37:
                 block = "```\n" + "\n".join(" ".join(self.words(4)) for _ in range(3)) + "\n```"
             else:
-                block = " ".join(self.sentence() for _ in range(rng.randint(2, 6)))
-                if rng.random() < 0.3:
-                    block += f" See [[{rng.choice(NAMESPACES)}/page-{rng.randrange(10**6)}]]."
+                block = " ".join(self.sentence() for _ in range(rng.randint(2, sentences)))
+                if rng.random() < link_share:
+                    block += f" See [[{link()}]]."
             parts.append(block)
             size += len(block) + 2
+        return "\n\n".join(parts)
+
+    def page(self, i: int) -> Doc:
+        rng = self.rng
+        ns = NAMESPACES[i % len(NAMESPACES)]
+        title = self.title(i)
+        body = self.body(rng.randint(2000, 5000), lambda: f"{rng.choice(NAMESPACES)}/page-{rng.randrange(10**6)}")
         tags = tuple(sorted(set(rng.sample(TAGS, rng.randint(0, 3)))))
-        return Doc(f"{ns}/page-{i}", title, "\n\n".join(parts), tags, f"{i:040x}")
+        return Doc(f"{ns}/page-{i}", title, body, tags, f"{i:040x}")
 
     def queries(self, n: int = 100) -> list[dict]:
         """Varied queries as structured specs each engine renders into its own syntax."""

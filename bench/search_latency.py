@@ -43,11 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+from mcp_http import META
+
 CONFIG = (
     'PLUGINS = ["git", "tokens", "{engine}"]\nSTORAGE = "git"\nSEARCH = "{engine}"\n'
     'PUBLIC_URL = "https://wiki.example.org"\n[RATE_LIMITS]\nrequests = "off"\n[PLUGIN_CONFIG.git]\nfsync = false\n'
