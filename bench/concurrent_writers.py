@@ -52,23 +52,27 @@ CLIENT_PROCESSES = 4
 PAGE_LINE = "A line of a page written by one of many concurrent writers. [[notes/index]]\n"
 
 
-def request(token: str, slug: str, body: str, basehash: str | None) -> tuple[dict[str, str], bytes]:
+def tool_call(token: str, name: str, arguments: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+    """Headers and body of a raw JSON-RPC ``tools/call`` of tool ``name`` with a bearer token."""
     headers = {
         "Authorization": f"Bearer {token}",
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2026-07-28",
         "Mcp-Method": "tools/call",
-        "Mcp-Name": "save_page",
+        "Mcp-Name": name,
     }
-    arguments = {"slug": slug, "body": body} | ({"basehash": basehash} if basehash else {})
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
         "io.modelcontextprotocol/clientCapabilities": {},
     }
-    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "save_page", "arguments": arguments, "_meta": meta}}
+    payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments, "_meta": meta}}
     return headers, json.dumps(payload).encode()
+
+
+def request(token: str, slug: str, body: str, basehash: str | None) -> tuple[dict[str, str], bytes]:
+    return tool_call(token, "save_page", {"slug": slug, "body": body} | ({"basehash": basehash} if basehash else {}))
 
 
 def body_of(writer: int, n: int) -> str:
