@@ -5,6 +5,7 @@ through its entry point, the hook and create_app."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import zipfile
@@ -20,7 +21,6 @@ from hostcore_extract_docs import EXTRACTORS, DocxExtractor, HtmlExtractor, PdfE
 from pypdf import PdfReader, PdfWriter
 
 from hostcore import ExtractionFailed, create_app
-from hostcore.indexes.extraction import run_extractor
 from hostcore.testing import plugin_manager
 from hostcore.testing.documents import pdf_document
 
@@ -113,7 +113,9 @@ def test_a_server_with_the_plugin_loads_none_of_its_libraries_until_a_file_is_re
     document.add_paragraph("read in a subprocess")
     data = io.BytesIO()
     document.save(data)
-    assert run_extractor(DocxExtractor(), data.getvalue(), DOCX, 30.0, 1 << 30) == "read in a subprocess"
+    child = [sys.executable, "-m", "hostcore.indexes.extract_child", "hostcore_extract_docs.office:DocxExtractor", DOCX, str(1 << 30), "30"]
+    read = subprocess.run(child, input=data.getvalue(), capture_output=True, check=True).stdout
+    assert read == b"\x06" + json.dumps({"text": "read in a subprocess"}).encode()  # ready (prepared), then the text
 
 
 # PDF
