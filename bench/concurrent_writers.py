@@ -24,6 +24,9 @@ The instances go under ``--dir`` (default: the system's temporary folder), kept 
 ends; it prints first what creating a file costs there (see :func:`file_creation_us`) and how
 fast the machine runs Python now (:func:`python_loop_seconds`): both move the figures.
 
+``--instance DIR`` runs a copy of an existing instance (say a 50,000-page wiki made with ``hostcore
+init``, its indexes caught up) in turns with a fresh one, the writers saving in ``--folder``, and
+prints their ratio with the machine's load beside each run.
 ``--env KEY=VALUE`` passes environment variables to the server (a ``HOSTCORE_*`` setting).
 ``--compare REV [--rounds N]`` measures the baseline in the same run: it serves revision REV (its
 core and plugins, ``git archive``, ahead on ``PYTHONPATH``) and this tree in turns, N times each,
@@ -37,6 +40,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -52,6 +56,8 @@ from mcp_http import tool_request
 
 CLIENT_PROCESSES = 4
 PAGE_LINE = "A line of a page written by one of many concurrent writers. [[notes/index]]\n"
+
+
 
 
 def request(token: str, slug: str, body: str, basehash: str | None) -> tuple[dict[str, str], bytes]:
@@ -89,11 +95,11 @@ def write_loop(url: str, token: str, slug: str, writer: int, deadline: float, sa
         out.append((slug, latencies, last))
 
 
-def client_process(url: str, token: str, run: str, writers: list[int], ready: Any, seconds: float, saves: int, queue: Any) -> None:
+def client_process(url: str, token: str, run: str, writers: list[int], ready: Any, seconds: float, saves: int, queue: Any, folder: str = "notes") -> None:
     out: list[Any] = []
     ready.wait()  # every client process has imported what it needs before the first save
     deadline = time.monotonic() + seconds
-    threads = [threading.Thread(target=write_loop, args=(url, token, f"notes/{run}-w{w}", w, deadline, saves, out)) for w in writers]
+    threads = [threading.Thread(target=write_loop, args=(url, token, f"{folder}/{run}-w{w}", w, deadline, saves, out)) for w in writers]
     for t in threads:
         t.start()
     for t in threads:
@@ -101,14 +107,14 @@ def client_process(url: str, token: str, run: str, writers: list[int], ready: An
     queue.put(out)
 
 
-def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves: int) -> tuple[list[float], list[float], float, dict[str, int]]:
+def run_load(url: str, token: str, run: str, writers: int, seconds: float, saves: int, folder: str = "notes") -> tuple[list[float], list[float], float, dict[str, int]]:
     """(latencies, each writer's first latency, wall seconds, slug -> last acknowledged save
     number) of one run."""
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     groups = [list(range(i, writers, CLIENT_PROCESSES)) for i in range(min(CLIENT_PROCESSES, writers))]
     ready = ctx.Barrier(len(groups) + 1)
-    procs = [ctx.Process(target=client_process, args=(url, token, run, g, ready, seconds, saves, queue)) for g in groups]
+    procs = [ctx.Process(target=client_process, args=(url, token, run, g, ready, seconds, saves, queue, folder)) for g in groups]
     for p in procs:
         p.start()
     ready.wait()
@@ -161,20 +167,32 @@ def check(git_dir: Path, before: int, acknowledged: int, last: dict[str, int]) -
         print(f"{'':34s} LOST: {len(lost)} pages do not hold their last acknowledged save: {lost[:5]}")
 
 
-def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str, scratch: Path) -> tuple[float, float, float, list[float], float]:
-    """One fresh instance (in a new folder under ``scratch``, deleted when the bench ends) and
-    server: 1 writer, then --writers writers. Returns (1-writer rate, load rate, load p99 ms, load
-    latencies, the server's CPU ms per write under load)."""
+def serve_and_load(
+    args: argparse.Namespace, env: dict[str, str], label: str, scratch: Path, template: Path | None = None
+) -> tuple[float, float, float, list[float], float]:
+    """One fresh instance, or a copy of ``template`` (in a new folder under ``scratch``, deleted
+    when the bench ends) and server: 1 writer, then --writers writers, in --folder (made if
+    missing). Returns (1-writer rate, load rate, load p99 ms, load latencies, the server's CPU ms
+    per write under load)."""
     from hostcore.testing import cli, create_token, start_server, stop_process_group
     from hostcore.testing.servers import connections_by_process, worker_pids
 
     instance = Path(tempfile.mkdtemp(prefix="run-", dir=scratch)) / "instance"
-    cli(instance, "init", env=env)
-    token = create_token(instance, "bench", ["write"], env=env)
+    if template is not None:
+        shutil.copytree(template, instance)
+    else:
+        cli(instance, "init", env=env)
+    token = create_token(instance, "bench", ["write", "admin"], env=env)
     proc, base, port, log = start_server(instance, workers=args.workers, env=env, threads=args.threads)
     git_dir = instance / "wiki"
     try:
         url = base + "/_/mcp"
+        parts = urlsplit(url)
+        http = HTTPConnection(parts.hostname, parts.port, timeout=120)
+        headers, body = tool_request(token, "save_namespace", {"name": args.folder})
+        http.request("POST", parts.path, body=body, headers=headers)
+        http.getresponse().read()  # an error when it exists already: nothing to make
+        http.close()
         threads = args.threads or 16
         print(f"{label}: hostcore serve, {args.workers} workers x {threads} threads; {args.writers} writers; {args.seconds:g} s or {args.saves} saves each")
         rates, latencies = [], []
@@ -183,7 +201,7 @@ def serve_and_load(args: argparse.Namespace, env: dict[str, str], label: str, sc
             held: list[dict[int, int]] = []  # the connections each worker holds halfway through
             halfway = threading.Timer(2.0 + args.seconds / 2, lambda into=held: into.append(connections_by_process(worker_pids(proc.pid), port)))
             halfway.start()
-            latencies, firsts, wall, last = run_load(url, token, run, writers, args.seconds, args.saves)
+            latencies, firsts, wall, last = run_load(url, token, run, writers, args.seconds, args.saves, args.folder)
             halfway.cancel()
             time.sleep(0.5)  # the background catch-up of the last saves
             cpu_per_write = (server_cpu(proc.pid) - cpu) * 1000 / max(1, len(latencies))
@@ -214,6 +232,8 @@ def main() -> None:
     parser.add_argument("--compare", metavar="REV", help="also serve git revision REV (core and plugins), in turns with this tree")
     parser.add_argument("--rounds", type=int, default=1, help="with --compare: turns each")
     parser.add_argument("--dir", help="where the instances go (default: the system's temporary folder)")
+    parser.add_argument("--instance", type=Path, help="also run on a copy of this instance (its indexes caught up), in turns with a fresh one")
+    parser.add_argument("--folder", default="notes", help="the namespace the writers save in (made if missing)")
     args = parser.parse_args()
     # The writers share one token: per-principal rate limits would measure the limiter, not the storage.
     env = {"HOSTCORE_RATE_LIMITS": '{"requests": "off", "writes": "off"}'} | dict(item.split("=", 1) for item in args.env)
@@ -251,21 +271,26 @@ def file_creation_us(folder: Path, files: int = 200) -> float:
 
 
 def compare(args: argparse.Namespace, env: dict[str, str], scratch: Path) -> None:
-    if not args.compare:
+    if not args.compare and not args.instance:
         serve_and_load(args, env, "this tree", scratch)
         return
     with tempfile.TemporaryDirectory(prefix="hostcore-writers-rev-") as old:
-        root = Path(__file__).resolve().parent.parent
-        archive = subprocess.run(["git", "-C", str(root), "archive", args.compare, "hostcore", "plugins"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
-        # The core and every plugin of REV ahead of the installed (editable) ones on the path.
-        path = os.pathsep.join([old, *sorted(str(p) for p in Path(old, "plugins").iterdir() if p.is_dir())])
-        variants = {"this tree": env, args.compare: env | {"PYTHONPATH": path}}
-        results: dict[str, list[tuple[float, float, float, list[float], float]]] = {name: [] for name in variants}
+        trees = {"this tree": env}
+        if args.compare:
+            root = Path(__file__).resolve().parent.parent
+            archive = subprocess.run(["git", "-C", str(root), "archive", args.compare, "hostcore", "plugins"], capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+            # The core and every plugin of REV ahead of the installed (editable) ones on the path.
+            path = os.pathsep.join([old, *sorted(str(p) for p in Path(old, "plugins").iterdir() if p.is_dir())])
+            trees[args.compare] = env | {"PYTHONPATH": path}
+        wikis: dict[str, Path | None] = {"fresh": None} | ({args.instance.name: args.instance} if args.instance else {})
+        variants = [(f"{tree}, {wiki}" if args.instance else tree, tree_env, template) for tree, tree_env in trees.items() for wiki, template in wikis.items()]
+        results: dict[str, list[tuple[float, float, float, list[float], float]]] = {name: [] for name, _, _ in variants}
         for _ in range(args.rounds):
-            for name, variant_env in variants.items():
-                results[name].append(serve_and_load(args, variant_env, name, scratch))
-                print()
+            for name, variant_env, template in variants:
+                load = os.getloadavg()[0]
+                results[name].append(serve_and_load(args, variant_env, name, scratch, template))
+                print(f"(load {load:.1f} before, {os.getloadavg()[0]:.1f} after)\n")
     summary = {}
     for name, runs in results.items():
         ms = sorted(x for run in runs for x in run[3])
@@ -274,9 +299,9 @@ def compare(args: argparse.Namespace, env: dict[str, str], scratch: Path) -> Non
         summary[name] = rate, q[98]
         print(f"{name:>12}: {args.writers} writers {rate:6.1f} writes/s (median of {len(runs)}), p50 {q[49]:6.0f} ms, p99 {q[98]:6.0f} ms,"
               f" server CPU {statistics.median(run[4] for run in runs):4.1f} ms per write; 1 writer {statistics.median(run[0] for run in runs):5.1f} writes/s")
-    (new_rate, new_p99), (old_rate, old_p99) = summary["this tree"], summary[args.compare]
-    print(f"this tree / {args.compare}: {new_rate / old_rate:.2f}x the writes per second, p99 {new_p99 / old_p99:.2f}x")
-
+    first, (first_rate, first_p99) = variants[0][0], summary[variants[0][0]]
+    for name, (rate, p99) in list(summary.items())[1:]:
+        print(f"{name} / {first}: {rate / first_rate:.2f}x the writes per second, p99 {p99 / first_p99:.2f}x")
 
 if __name__ == "__main__":
     main()

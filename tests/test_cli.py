@@ -225,3 +225,38 @@ def test_a_worker_held_back_by_the_board_looks_again_soon(monkeypatch):
         worker.wait_for_and_dispatch_events(1.0)
         assert (limit > held) == (held <= 3 + 1)  # listens while within SLACK of the least loaded
     assert waits == [1.0, HELD_BACK_WAIT, 1.0]
+
+
+def test_help_imports_no_storage_search_model_or_web_library():
+    """`hostcore --help` (and a mistyped command) answers at once: none of git, numpy, the
+    embedder, Flask, pydantic or the MCP SDK is imported for it, only click and the commands."""
+    code = (
+        "import sys\n"
+        "from hostcore.cli import run\n"
+        "sys.argv = ['hostcore', '--help']\n"
+        "try:\n    run()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('pygit2', 'numpy', 'wordllama', 'tantivy', 'flask', 'pydantic', 'mcp', 'gunicorn', 'authlib', 'markdown_it')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage: hostcore" in done.stdout
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_server_parent_prepares_what_every_worker_would_repeat(tmp_path):
+    """`hostcore serve` builds the host unstarted before forking its workers, then prepares the
+    tools' schemas and the routes' imports there, so each worker inherits them; without starting
+    a thread (a forked worker would inherit a dead one)."""
+    code = (
+        "import sys, threading\n"
+        "from pathlib import Path\n"
+        "from hostcore.app import build_host, prepare_workers\n"
+        "from hostcore.seams import tool\n"
+        "host = build_host(Path(sys.argv[1]), {'PLUGINS': ['fs', 'web'], 'STORAGE': 'fs'}, start=False)\n"
+        "before = set(threading.enumerate())\n"
+        "prepare_workers(host)\n"
+        "cached = all(tool._SCHEMAS.get(id(t.input_model), (None,))[0] is t.input_model for t in host.tools.values())\n"
+        "print(cached, 'hostcore_web.views' in sys.modules, not set(threading.enumerate()) - before)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "instance")], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "True", "True"]

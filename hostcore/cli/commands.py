@@ -260,7 +260,7 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     """Serve the wiki with gunicorn. PUBLIC_URL, unless set, is derived from --bind."""
     from gunicorn.app.base import BaseApplication
 
-    from hostcore.app import build_host, serving_app
+    from hostcore.app import build_host, prepare_workers, serving_app
     from hostcore.cli.workers import SETTINGS as BALANCED
 
     instance = obj.instance
@@ -270,6 +270,7 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     defaults = {"PUBLIC_URL": derived} if derived else None
     host = build_host(instance, start=False, defaults=defaults)  # fail fast, in the foreground, on a bad config
     host.check_shared()  # and on a Redis that would lose accounts and tokens
+    prepare_workers(host)
     public_url = host.config["PUBLIC_URL"].rstrip("/")
 
     class Server(BaseApplication):

@@ -1,6 +1,6 @@
 """The extraction subprocess: ``python -m hostcore.indexes.extract_child MODULE:CLASS TYPE MEMORY SECONDS``.
 
-Limits its own address space first, then imports the extractor and writes one byte (``READY``) to
+Limits its own address space first, then imports the extractor (and what its ``prepare`` imports) and writes one byte (``READY``) to
 standard output; only then does it limit its CPU time, read the file from standard input and write
 ``{"text": ...}`` or ``{"error": reason}`` as JSON after it. Started by
 :func:`hostcore.indexes.extraction.run_extractor`, which starts the extraction's wall clock at that
@@ -51,6 +51,9 @@ def main(argv: list[str]) -> int:
         from hostcore.errors import ExtractionFailed
 
         extractor: object = _extractor(target)
+        prepare = getattr(extractor, "prepare", None)
+        if callable(prepare):
+            prepare()
     except MemoryError:
         answer = _memory_error(int(memory))
     except Exception as exc:  # an extractor that does not import: report it, never crash silently

@@ -29,6 +29,11 @@ class Extractor(ABC):
         family = media_type.split("/", 1)[0] + "/*"
         return media_type in self.media_types or family in self.media_types
 
+    def prepare(self) -> None:
+        """Import what :meth:`extract` needs (its libraries). Called in the extraction subprocess
+        before its time limit starts; a server that only registers the extractor never calls it,
+        so a heavy library loads where files are read, not when every server starts."""
+
     @abstractmethod
     def extract(self, data: bytes, media_type: str) -> str:
         """The text of ``data`` (a file of ``media_type``). Raises ExtractionFailed."""

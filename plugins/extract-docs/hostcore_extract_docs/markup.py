@@ -13,12 +13,13 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterator
-from typing import ClassVar
-
-from lxml import etree
+from typing import TYPE_CHECKING, ClassVar
 
 from hostcore import ExtractionFailed, Extractor
 from hostcore_extract_docs.bounds import MAX_CHARS, TextBudget, reading
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 WHAT = "the HTML file"
 HIDDEN = frozenset({"script", "style", "template", "noscript"})
@@ -39,7 +40,12 @@ class HtmlExtractor(Extractor):
     media_types = ("text/html", "application/xhtml+xml")
     max_chars: ClassVar[int] = MAX_CHARS
 
+    def prepare(self) -> None:
+        from lxml import etree  # noqa: F401
+
     def extract(self, data: bytes, media_type: str) -> str:
+        from lxml import etree  # here, not at import: loading the plugin must not load lxml
+
         with reading(WHAT):
             # The text is decoded here (see decode), so the parser is told UTF-8 whatever the page declares.
             parser = etree.HTMLParser(encoding="utf-8", no_network=True, remove_comments=True, remove_pis=True, huge_tree=True)
@@ -81,6 +87,8 @@ def text(root: etree._Element | None) -> str:
 
 def _pieces(root: etree._Element) -> Iterator[str]:
     """The tree's text and the breaks between its blocks, in document order."""
+    from lxml import etree
+
     hidden = pre = 0
     for event, element in etree.iterwalk(root, events=("start", "end")):
         tag = element.tag.lower() if isinstance(element.tag, str) else ""

@@ -14,14 +14,14 @@ import datetime
 import io
 import warnings
 from collections.abc import Iterable
-from typing import ClassVar
-
-import docx
-import openpyxl
-from docx.table import Table
+from typing import TYPE_CHECKING, ClassVar
 
 from hostcore import ExtractionFailed, Extractor
 from hostcore_extract_docs.bounds import MAX_CHARS, MAX_UNZIPPED_BYTES, TextBudget, check_zip, reading
+
+if TYPE_CHECKING:
+    import openpyxl
+    from docx.table import Table
 
 
 class DocxExtractor(Extractor):
@@ -30,7 +30,13 @@ class DocxExtractor(Extractor):
     max_chars: ClassVar[int] = MAX_CHARS
     max_unzipped_bytes: ClassVar[int] = MAX_UNZIPPED_BYTES
 
+    def prepare(self) -> None:
+        import docx.table  # noqa: F401
+
     def extract(self, data: bytes, media_type: str) -> str:
+        import docx  # here, not at import: loading the plugin must not load python-docx
+        from docx.table import Table
+
         what = "the DOCX"
         with reading(what):
             check_zip(what, data, self.max_unzipped_bytes)
@@ -64,7 +70,12 @@ class XlsxExtractor(Extractor):
     max_unzipped_bytes: ClassVar[int] = MAX_UNZIPPED_BYTES
     max_cells: ClassVar[int] = 1_000_000
 
+    def prepare(self) -> None:
+        import openpyxl  # noqa: F401
+
     def extract(self, data: bytes, media_type: str) -> str:
+        import openpyxl  # here, not at import: loading the plugin must not load openpyxl
+
         what = "the XLSX"
         with reading(what), warnings.catch_warnings():
             # openpyxl warns about features it drops (data validation, unknown extensions): not ours to report.

@@ -10,14 +10,13 @@ password is refused.
 from __future__ import annotations
 
 import io
-from typing import ClassVar
-
-from pypdf import PdfReader, apply_configuration
-from pypdf.errors import LimitReachedError
-from pypdf.generic import DictionaryObject
+from typing import TYPE_CHECKING, ClassVar
 
 from hostcore import ExtractionFailed, Extractor
 from hostcore_extract_docs.bounds import MAX_CHARS, TextBudget, reading
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 WHAT = "the PDF"
 
@@ -28,7 +27,13 @@ class PdfExtractor(Extractor):
     max_pages: ClassVar[int] = 5_000
     max_chars: ClassVar[int] = MAX_CHARS
 
+    def prepare(self) -> None:
+        import pypdf.generic  # noqa: F401
+
     def extract(self, data: bytes, media_type: str) -> str:
+        from pypdf import apply_configuration  # here, not at import: loading the plugin must not load pypdf
+        from pypdf.errors import LimitReachedError
+
         # A page tree has a node per page plus its inner nodes: twice the pages is ample.
         with reading(WHAT), apply_configuration(page_tree_maximum_entries=2 * self.max_pages, jbig2dec_binary=None):
             try:
@@ -51,6 +56,8 @@ class PdfExtractor(Extractor):
 
 
 def _open(data: bytes) -> PdfReader:
+    from pypdf import PdfReader
+
     try:
         return PdfReader(io.BytesIO(data))
     except NotImplementedError as exc:  # what pypdf raises opening an encryption other than by password
@@ -61,6 +68,8 @@ def _open(data: bytes) -> PdfReader:
 
 def _declared_pages(reader: PdfReader) -> int:
     """The page count the root page node declares (0 when it declares none)."""
+    from pypdf.generic import DictionaryObject
+
     pages = reader.root_object["/Pages"].get_object()
     count = pages.get("/Count", 0) if isinstance(pages, DictionaryObject) else 0
     return count if isinstance(count, int) else 0

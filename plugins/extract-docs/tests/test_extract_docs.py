@@ -5,6 +5,9 @@ through its entry point, the hook and create_app."""
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 import zipfile
 from datetime import date
 from importlib.metadata import entry_points
@@ -92,6 +95,27 @@ def test_create_app_loads_the_extractors_named_in_plugins(tmp_path: Path) -> Non
     chosen = {kind: next(e for e in host.extractors if e.accepts(kind)) for kind in (PDF, "text/html", DOCX, XLSX)}
     assert {kind: e.name for kind, e in chosen.items()} == {PDF: "pdf", "text/html": "html", DOCX: "docx", XLSX: "xlsx"}
     assert not any(e.accepts("image/png") for e in host.extractors)
+
+
+def test_a_server_with_the_plugin_loads_none_of_its_libraries_until_a_file_is_read(tmp_path: Path) -> None:
+    """Every server registers the extractors at start-up, where pypdf, python-docx, openpyxl and
+    lxml took most of a second to import; they load in the extraction subprocess, before its clock."""
+    code = (
+        "import sys; from pathlib import Path; from hostcore import create_app; "
+        "create_app({'PLUGINS': ['fs', 'docs'], 'STORAGE': 'fs'}, instance_path=Path(sys.argv[1])); "
+        "print(sorted(m for m in ('pypdf', 'docx', 'openpyxl', 'lxml') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[-2] == "[]"
+    for extractor in EXTRACTORS:
+        assert extractor().prepare() is None  # what the subprocess calls: the libraries import
+    document = docx.Document()
+    document.add_paragraph("read in a subprocess")
+    data = io.BytesIO()
+    document.save(data)
+    child = [sys.executable, "-m", "hostcore.indexes.extract_child", "hostcore_extract_docs.office:DocxExtractor", DOCX, str(1 << 30), "30"]
+    read = subprocess.run(child, input=data.getvalue(), capture_output=True, check=True).stdout
+    assert read == b"\x06" + json.dumps({"text": "read in a subprocess"}).encode()  # ready (prepared), then the text
 
 
 # PDF

@@ -276,7 +276,7 @@ def _insert(db: sqlite3.Connection, commit: pygit2.Commit, paths: Sequence[str])
 def unchanged_moves(commit: pygit2.Commit, paths: Sequence[str]) -> list[tuple[str, str]]:
     """(old, new) of each file ``commit`` moved without changing it: the one path its blob left
     and the one path it arrived at."""
-    if not commit.parents:
+    if not commit.parents or len(paths) < 2:  # a move changes two paths; a save changes one (its folder's tree need not be read)
         return []
     before, after = commit.parents[0].tree, commit.tree
     gone: dict[pygit2.Oid, list[str]] = {}

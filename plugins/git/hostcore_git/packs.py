@@ -3,8 +3,10 @@
 A save used to write four loose objects (its blob, two or three trees, its commit): four files
 created and flushed per save. Creating a file is what a busy disk makes slow (on ext4 most of all
 right after many deletions), so a group's objects are now written as one pack and its index
-(git's formats, version 2: each object zlib-compressed whole, no deltas), flushed together before
-the branch moves: three files per group whatever its size.
+(git's formats, version 2: each object zlib-compressed whole, except the trees of a folder that
+several commits of the group changed: whole once, then as deltas naming that one by its id, see
+:class:`hostcore_git.trees.Line`), flushed together before the branch moves: three files per
+group whatever its size.
 
 The protocol is git's own for a pack received by a push (``index-pack --keep``): the pack is
 written to temporary files and flushed, a ``.keep`` file is made, the pack and then its index are
@@ -13,8 +15,8 @@ moves the branch, then removes the ``.keep``. While it exists, a concurrent ``gi
 keeps the pack, whose objects nothing references yet.
 
 :func:`merge` keeps the number of packs small: readers look an object up in each pack in turn.
-Packs without deltas (hostcore's own) are merged by copying their entries, without decompressing
-anything, in tiers: once there are :data:`MERGE_AT` under 1 MB they become one, and so on up to
+Packs without offset deltas (hostcore's own, whose deltas name their base by id, always in the
+same pack) are merged by copying their entries, without decompressing anything, in tiers: once there are :data:`MERGE_AT` under 1 MB they become one, and so on up to
 64 MB; bigger packs, and git's own (with deltas), are left to ``git gc``. A :class:`Merger` runs it
 in a thread of its own, in one process at a time, so no save waits for it, and not while a ``git
 gc`` runs (it holds ``gc.pid``; a pack it listed must not go away); the new pack is flushed
@@ -70,10 +72,10 @@ class Written:
 
 def entry(kind: int, data: bytes) -> bytes:
     """An object's pack entry: its header, then its content compressed."""
-    return _header(kind, len(data)) + zlib.compress(data)
+    return header(kind, len(data)) + zlib.compress(data)
 
 
-def _header(kind: int, size: int) -> bytes:
+def header(kind: int, size: int) -> bytes:
     """An entry's header: type and size, 4 bits then 7 per byte, low bits first."""
     out = bytearray()
     byte = (kind << 4) | (size & 0x0F)
@@ -214,8 +216,8 @@ def _small_packs(folder: Path, under: int) -> list[tuple[Path, int]]:
 
 
 def _without_deltas(pack: Path, size: int) -> _Pack | None:
-    """The pack with its entries when none is a delta (hostcore's packs; git's have deltas, whose
-    offsets copying would break), else None."""
+    """The pack with its entries when none is an offset delta (hostcore's packs; git's have them,
+    and copying would break their offsets; a delta naming its base by id stays right), else None."""
     entries = _read_idx(pack.with_suffix(".idx"))
     if entries is None or not entries:
         return None

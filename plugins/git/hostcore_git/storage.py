@@ -15,7 +15,8 @@ for each change in turn every expectation is checked against the tree so far, th
 built along the changed paths only and its commit object made on the previous one (one commit per
 change, with its author and message; a change whose expectation fails gets its Conflict and no
 commit); then every new object of the group (blobs included) is written as one pack, flushed and
-kept (:mod:`hostcore_git.packs`), the branch moves to the last commit with compare-and-swap (only
+kept (:mod:`hostcore_git.packs`; a folder changed by several commits of the group is in it whole
+once, its later versions as deltas against that, see :class:`hostcore_git.trees.Line`), the branch moves to the last commit with compare-and-swap (only
 if it still points at the head read first), the pack's ``.keep`` goes and the ref is flushed.
 Objects are always on disk before the ref moves and the ref before any change of the group is
 acknowledged, so a process killed at any point leaves each page as it was before or after its
@@ -24,6 +25,11 @@ pack is kept until the branch references it, as git keeps a pushed one. Small pa
 in the background as they accumulate, and repository handles renewed every :data:`HANDLE_SECONDS` so that packs
 removed since are closed. A ref lock file left by a killed process is removed once it is older
 than any live git process would hold it.
+
+A save's cost does not follow the size of its folder: trees are built from parsed folders kept in
+memory between groups (a folder of 6,000 pages is not parsed, sorted and compressed again each
+save), a folder another process changed is worked out from the paths the history index says it
+changed, and trees written whole are stored uncompressed.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ from .group import Group, Pending, flush
 from .history import HistoryIndex, changed_paths, split_moves, unchanged_moves, with_moves
 from .odb import Objects
 from .remote import Pusher
-from .trees import blob_id, build, changed, check_writable, entry_at, walk
+from .trees import Folder, Line, blob_id, changed, entry_at, follow, walk
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,6 +85,7 @@ STALE_REF_LOCK = 5.0
 _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
 # Compare-and-swap retries when a push from outside moves the branch between check and update.
 _CAS_ATTEMPTS = 5
+FOLLOW_PATHS = 1000  # paths changed by other processes above which their trees are parsed instead
 CLOSE_MERGE_WAIT = 60.0  # seconds close() lets a running pack merge finish
 HANDLE_SECONDS = 5.0  # age at which a repository handle is renewed: it holds removed packs open, and looks through each pack it ever saw when an object is not in the others
 BLOB = int(pygit2.enums.ObjectType.BLOB)
@@ -112,6 +119,8 @@ class GitStorage(Storage):
         self._durable = bool(self.config["fsync"])
         self._group: Group[_Change] = Group(self._commit_group)
         self._writing: tuple[int, float, pygit2.Repository, Objects] | None = None
+        self._parsed: dict[pygit2.Oid, Folder] = {}  # the group leader's parsed trees (see trees.Line)
+        self._last_line: tuple[pygit2.Oid, pygit2.Oid] | None = None  # the last commit this process made, its root tree
         self._merger = packs.Merger(self.root / "objects" / "pack", self.root / "hostcore-packs.lock", self._durable)
         # libgit2 caches no tree over 4 KB by default, so every read in a folder of thousands of
         # pages re-parsed that folder's tree, where a cached tree is found at once.
@@ -318,13 +327,17 @@ class GitStorage(Storage):
                 for _ in range(_CAS_ATTEMPTS):
                     objects.clear()
                     head = self._head(repo)
-                    parent, tree = head, (repo[head].peel(pygit2.Tree) if head is not None else None)
+                    root = repo[head].peel(pygit2.Commit).tree_id if head is not None else None
+                    if head is not None and root is not None:
+                        self._follow(repo, head, root)
+                    line = Line(lambda oid: repo.odb.read(oid)[1], self._parsed, root, objects.add)
+                    parent = head
                     made: builtins.list[tuple[pygit2.Oid, pygit2.Oid | None, builtins.list[str]]] = []
                     outcomes: dict[Pending[_Change], bool | HostcoreError] = {}
                     for pending in group:
                         item = pending.item
                         try:
-                            changes = _changes(tree, item.ops, item.wanted)
+                            changes = _changes(line, item.ops, item.wanted)
                         except HostcoreError as exc:  # this change's own conflict: the others go on
                             outcomes[pending] = exc
                             continue
@@ -337,11 +350,11 @@ class GitStorage(Storage):
                         for path, oid in changes.items():
                             if oid is not None:
                                 objects.add(oid, BLOB, item.blobs[path][1], item.blobs[path][2])
-                        new_tree = build(repo, tree, changes)
+                        new_tree = line.apply(changes)
                         parents = [parent] if parent else []
                         commit = repo.create_commit(None, item.signature, item.signature, item.message, new_tree, parents)
                         made.append((commit, parent, sorted(changes)))
-                        parent, tree = commit, repo[new_tree].peel(pygit2.Tree)
+                        parent = commit
                     if not made:
                         break
                     written = packs.write(pack_folder, objects, self._durable)
@@ -351,6 +364,7 @@ class GitStorage(Storage):
                         written.release()
                     if moved:
                         self._index(repo, made)
+                        self._last_line = made[-1][0], new_tree
                         break
                 else:
                     raise Unavailable("the branch kept moving under pushes from outside; try again")
@@ -366,6 +380,22 @@ class GitStorage(Storage):
                 pending.finish(error=outcome)
             else:
                 pending.finish(outcome)
+
+    def _follow(self, repo: pygit2.Repository, head: pygit2.Oid, root: pygit2.Oid) -> None:
+        """Have the parsed trees hold ``root`` (``head``'s tree) when other processes committed
+        since this one's last commit: the paths the history index says they changed, applied to
+        the trees of that commit, instead of parsing the big folders they changed again."""
+        last = self._last_line
+        if last is None or last[0] == head or root in self._parsed or last[1] not in self._parsed:
+            return
+        try:
+            paths = self._history_index.changes_between(str(last[0]), str(head))
+        except sqlite3.Error:
+            return
+        if not paths or len(paths) > FOLLOW_PATHS:
+            return
+        tree = repo[root].peel(pygit2.Tree)
+        follow(lambda oid: repo.odb.read(oid)[1], self._parsed, last[1], {path: blob_id(tree, path) for path in paths}, root)
 
     def _move_branch(self, repo: pygit2.Repository, parent: pygit2.Oid | None, commit: pygit2.Oid) -> bool:
         """Point the branch at ``commit`` if it still points at ``parent``; False if it moved.
@@ -566,15 +596,15 @@ def _clear_stale_lock(lock: Path) -> bool:
     return True
 
 
-def _changes(tree: pygit2.Tree | None, ops: Sequence[Operation], wanted: Mapping[str, pygit2.Oid | None]) -> dict[str, pygit2.Oid | None]:
-    """Check every op against ``tree``; return path -> new blob id (None: delete) of real changes.
+def _changes(tree: Line, ops: Sequence[Operation], wanted: Mapping[str, pygit2.Oid | None]) -> dict[str, pygit2.Oid | None]:
+    """Check every op against the current root of ``tree``; return path -> new blob id (None: delete) of real changes.
 
     Raises Conflict (with the current hash, "" when absent) when an expectation fails, NotFound
     when a Delete without expectation targets nothing, ValidationError when a file would replace
     a folder or a folder a file.
     """
     for op in ops:
-        current = blob_id(tree, op.path)
+        current = tree.blob_id(op.path)
         if op.expect is ANY:
             if isinstance(op, Delete) and current is None:
                 raise NotFound(f"{op.path} does not exist")
@@ -585,8 +615,8 @@ def _changes(tree: pygit2.Tree | None, ops: Sequence[Operation], wanted: Mapping
                 hash=str(current) if current is not None else "",
             )
         if isinstance(op, Put):
-            check_writable(tree, op.path)
-    return {path: oid for path, oid in wanted.items() if oid != blob_id(tree, path)}
+            tree.check_writable(op.path)
+    return {path: oid for path, oid in wanted.items() if oid != tree.blob_id(path)}
 
 
 def _signature(change: Change) -> pygit2.Signature:

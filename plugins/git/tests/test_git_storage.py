@@ -201,7 +201,7 @@ def test_killed_writers_leave_every_page_whole(tmp_path: Path) -> None:
 @pytest.mark.parametrize("outside_path", ["ns/b.md", "ns/a.md"])
 def test_branch_moved_mid_apply(storage: GitStorage, monkeypatch: pytest.MonkeyPatch, outside_path: str) -> None:
     storage.apply([Put("ns/a.md", b"one")], Change("ann", "one"))
-    real_build = storage_module.build
+    real_apply = storage_module.Line.apply
     pushed: list[str] = []
 
     def build_after_a_push(*args: object) -> object:
@@ -209,9 +209,9 @@ def test_branch_moved_mid_apply(storage: GitStorage, monkeypatch: pytest.MonkeyP
         if not pushed:
             pushed.append(outside_path)
             push_from_outside(storage.root, {outside_path: b"outside"})
-        return real_build(*args)
+        return real_apply(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(storage_module, "build", build_after_a_push)
+    monkeypatch.setattr(storage_module.Line, "apply", build_after_a_push)
     if outside_path == "ns/a.md":
         with pytest.raises(Conflict) as err:
             storage.apply([Put("ns/a.md", b"mine", expect=blob_hash(b"one"))], Change("ann", "mine"))
