@@ -77,7 +77,7 @@ lint: install
 # the inner loop: lint, types and the in-process tests (`pytest --fast` leaves out the tests marked
 # serve, browser, s3, redis and slow); `make test` runs them all
 check: lint
-	$(BIN)/python -m pytest --fast -q
+	$(BIN)/python -m pytest --fast -q -n 2
 
 bench: install
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done

@@ -76,6 +76,7 @@ def test_an_instance_made_and_served_under_umask_022_is_private(tmp_path: Path, 
     assert while_serving == [] and exposed(instance) == []
 
 
+@pytest.mark.serve
 def test_an_exposed_instance_is_named_by_check_and_made_private_at_start(tmp_path: Path, umask_022: None) -> None:
     instance = tmp_path / "instance"
     testing.cli(instance, "init")

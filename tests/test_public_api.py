@@ -52,6 +52,7 @@ def test_import_hostcore_loads_nothing_heavy(tmp_path):
     assert loaded_after("from hostcore import hookimpl, Extractor, ExtractionFailed, NotFound", tmp_path) == []
 
 
+@pytest.mark.serve
 def test_hostcore_help_loads_nothing_heavy(tmp_path):
     run_help = "import sys\nsys.argv = ['hostcore', '--help']\nfrom hostcore.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
     assert loaded_after(run_help, tmp_path) == []  # no instance here

@@ -71,6 +71,7 @@ def serving(instance: Path) -> tuple[Flask, Any]:
     return app, app.test_client()
 
 
+@pytest.mark.serve
 def test_a_damaged_shared_state_is_named_everywhere_and_public_pages_are_still_served(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -139,6 +140,7 @@ def damage_a_leaf(path: Path) -> int:
     return cells
 
 
+@pytest.mark.serve
 def test_doctor_salvages_every_record_sqlite_can_still_read(tmp_path: Path) -> None:
     instance = tmp_path / "instance"
     tokens, records = make_wiki(instance, tokens=150)

@@ -20,13 +20,16 @@ from hostcore.testing.browser import browser  # noqa: F401
 
 TIERS = """
 import pytest
-from hostcore.testing import start_server
+from hostcore.testing import cli, start_server
 
 def test_in_process():
     assert 1 + 1 == 2
 
 def test_unmarked_server(tmp_path):
     start_server(tmp_path / "instance")
+
+def test_unmarked_cli(tmp_path):
+    cli(tmp_path / "instance", "init")
 
 @pytest.mark.serve
 def test_marked_server(tmp_path):
@@ -92,10 +95,12 @@ def pytest_cmd(root: Path, *args: str) -> list[str]:
 def test_the_fast_tier_leaves_marked_tests_out_and_fails_unmarked_ones_that_start_a_server(tmp_path):
     root = project(tmp_path / "p", TIERS)
     run = subprocess.run(pytest_cmd(root, "--fast", "-rA", str(root)), capture_output=True, text=True, timeout=300, cwd=root)
-    assert "1 failed, 1 passed, 2 deselected" in run.stdout, run.stdout + run.stderr
+    assert "2 failed, 1 passed, 2 deselected" in run.stdout, run.stdout + run.stderr
     assert "PASSED test_it.py::test_in_process" in run.stdout
     assert "FAILED test_it.py::test_unmarked_server" in run.stdout
     assert "this test starts hostcore serve, which the fast tier" in run.stdout
+    assert "FAILED test_it.py::test_unmarked_cli" in run.stdout
+    assert "this test starts the hostcore CLI in a process of its own, which the fast tier" in run.stdout
     assert "mark it @pytest.mark.serve" in run.stdout
     listed = subprocess.run(pytest_cmd(root, "--collect-only", "-q", "-m", "serve or browser", str(root)),
                             capture_output=True, text=True, timeout=300, cwd=root)  # fmt: skip

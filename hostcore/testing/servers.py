@@ -97,7 +97,8 @@ def cli(
     instance: Path, *args: str, check: bool = True, env: dict[str, str] | None = None, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``hostcore --instance DIR ARGS`` (``env``: extra variables; ``input``: its standard input)
-    and return the completed process."""
+    and return the completed process. A process of the wiki: a test calling it is marked ``serve``."""
+    check_tier("serve", "the hostcore CLI in a process of its own")
     env = hostcore_env(env)
     proc = subprocess.run(
         [*hostcore_cmd(), "--instance", str(instance), *args],

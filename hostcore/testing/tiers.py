@@ -30,7 +30,7 @@ import pytest
 from hostcore.testing.servers import refuse, stop_all_process_groups
 
 MARKERS = {
-    "serve": "starts hostcore serve (gunicorn) or other processes of the wiki; left out by --fast",
+    "serve": "starts hostcore serve (gunicorn) or other processes of the wiki (the CLI too); left out by --fast",
     "browser": "drives a headless Chromium; left out by --fast",
     "s3": "talks to an S3 server (moto's, started for the session); left out by --fast",
     "redis": "starts a real redis-server; left out by --fast",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from hostcore import create_app
 from hostcore.testing import cli
 
@@ -38,6 +40,7 @@ DOCUMENTED = {
 NOT_PAGES = {"web.static", "web.favicon", "web.highlight_css", "accounts.static", "hostcore_oauth.static", "static"}
 
 
+@pytest.mark.serve
 def test_every_page_a_person_reaches_is_in_docs_web_md(tmp_path):
     cli(tmp_path / "instance", "init")
     app = create_app(instance_path=tmp_path / "instance")

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import hostcore_web
+import pytest
 
 from hostcore import create_app
 from hostcore.testing.servers import cli
@@ -140,6 +141,7 @@ def test_a_token_never_holds_more_than_its_person(client_for):
     assert unlimited.status_code == 400
 
 
+@pytest.mark.serve
 def test_export_site_follows_the_export_settings(host, admin, tmp_path):
     admin.save_namespace("pub", admin.read_namespace("pub")["hash"], export={
         "base_url": "https://example.org/pub/", "sitemap": True, "robots_allow": True})  # fmt: skip
@@ -165,6 +167,7 @@ def test_export_site_follows_the_export_settings(host, admin, tmp_path):
     assert "Disallow: /" in (out / "notes" / "robots.txt").read_text() and not (out / "notes" / "sitemap.xml").exists()
 
 
+@pytest.mark.serve
 def test_export_site_needs_base_url_for_a_sitemap(host, admin, tmp_path):
     admin.save_namespace("pub", admin.read_namespace("pub")["hash"], export={"sitemap": True})
     _configure(host)

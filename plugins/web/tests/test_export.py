@@ -104,6 +104,7 @@ def test_an_exported_namespace_works_on_a_plain_web_server(host, admin, tmp_path
         assert get(base + "/robots.txt")[2].decode() == "User-agent: *\nAllow: /\nSitemap: https://example.org/pub/sitemap.xml\n"
 
 
+@pytest.mark.serve
 def test_an_export_without_base_url_is_noindex_and_has_no_absolute_urls(host, admin, tmp_path):
     admin.save_page("notes/index", body="![i](/_/files/notes/index/i.png)", title="N")
     upload(host, "notes/index", "i.png", HERO)
