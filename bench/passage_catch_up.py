@@ -115,7 +115,7 @@ def main() -> None:
         instance = Path(tmp) / "instance"
         t0 = time.perf_counter()
         pages = build(instance, args.pages)
-        print(f"built {args.pages} pages ({sum(map(len, pages)) / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+        print(f"built {args.pages} pages ({sum(len(p) for p in pages) / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
         print(f"load average {os.getloadavg()[0]:.2f}")
         print(f"model alone: {model_cost(pages, args.sample):.0f} pages/s (cut + embed, {args.sample} pages)")
         text = (instance / "hostcore.toml").read_text().replace('EMBEDDER = ""', 'EMBEDDER = "wordllama"')
@@ -125,22 +125,22 @@ def main() -> None:
         host = build_host(instance, start=False)
         host.indexes.reindex("search index")
         host.indexes.reindex("link graph", empty=False)
-        reads = 0
-        read = host.storage.read
+        reads: list[str] = []
+        read = host.storage.read_with_hash
 
-        def counted(path: str) -> bytes:
-            nonlocal reads
-            reads += 1
+        def counted(path: str) -> tuple[bytes, str]:
+            reads.append(path)
             return read(path)
 
-        host.storage.read = counted  # type: ignore[method-assign]
+        host.storage.read_with_hash = counted  # type: ignore[method-assign]
         t1 = time.perf_counter()
-        host.indexes.reindex("passage index")
+        host.indexes.reindex("passage index")  # every page noted as pending
+        t2 = time.perf_counter()
         embedded = host.passages.catch_up()
-        took = time.perf_counter() - t1
+        took = time.perf_counter() - t2
         print(f"load average {os.getloadavg()[0]:.2f}")
-        print(f"catch-up: {embedded} pages in {took:.1f} s = {embedded / took:.0f} pages/s; storage reads {reads}; "
-              f"start {t1 - t0:.1f} s")  # fmt: skip
+        print(f"noted {args.pages} pages pending in {t2 - t1:.1f} s; start (search index, link graph) {t1 - t0:.1f} s")
+        print(f"catch-up: {embedded} pages in {took:.1f} s = {embedded / took:.0f} pages/s; storage reads {len(reads)}")
         sizes = {p.name: p.stat().st_size for p in instance.glob("passages*") if p.is_file()}
         print("files: " + ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sorted(sizes.items())))
         print(f"status: {host.indexes.status('passage index')}")

@@ -9,7 +9,7 @@ thread on one core and for a query's vector while the caller waits (``bench/docu
 and ``bench/passage_catch_up.py`` measure both).
 
 The tokenizer is a SentencePiece BPE without a pre-tokenizer: asked for a passage, it merges over
-the whole passage at once, which cost most of the embedding (about a millisecond a passage). Its
+the whole passage at once, which cost most of the embedding (bench/passage_catch_up.py). Its
 merges never cross a space, so each space-separated word is tokenized alone here, once per
 process (:class:`Words`), and a passage's vector is the mean of its words' token vectors: the same
 tokens, hence the same vector (texts of spaces only aside), at a fraction of the cost.
@@ -72,6 +72,7 @@ class Words:
         self.tokenizer = Tokenizer.from_str(model.tokenizer.to_str())  # the model's own pads its batches
         self.tokenizer.no_padding()
         self.table, self.limit = model.embedding, limit
+        self.clip = self.tokenizer.get_vocab_size() > self.table.shape[0]
         self.ids: dict[str, list[int]] = {}
         self._space = self.tokenizer.token_to_id("\u2581")  # a lone trailing space: the tokenizer gives nothing for ""
         self._lock = threading.Lock()
@@ -100,10 +101,13 @@ class Words:
     def sums(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """The sum of each text's token vectors (zeros for a text without tokens)."""
         out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
-        last = self.table.shape[0] - 1
+        table, rows = self.table, self.table.shape[0]
         for row, tokens in enumerate(self.tokens(texts)):
-            if tokens:  # one text at a time: numpy's reduceat over a batch was ten times slower
-                out[row] = self.table[np.clip(tokens, 0, last)].sum(axis=0)
+            if tokens:  # one text at a time: numpy's reduceat over a whole batch was far slower
+                ids = np.fromiter(tokens, dtype=np.intp, count=len(tokens))
+                if self.clip:  # a token the table has no row for: its last row, as the model does
+                    np.minimum(ids, rows - 1, out=ids)
+                np.add.reduce(table.take(ids, axis=0), axis=0, out=out[row])
         return out
 
 
