@@ -723,3 +723,22 @@ def test_a_lost_vectors_file_is_made_anew_and_filled(tmp_path):
     finally:
         host.close()
 
+
+def test_health_and_status_show_the_embedding_progress(tmp_path, monkeypatch):
+    app = create_app({**EMBEDDED, "EMBEDDER": "hashing"}, instance_path=tmp_path / "instance", plugins=[HashingPlugin()])
+    host: Host = app.extensions["hostcore"]
+    try:
+        monkeypatch.setattr(host.passages, "kick", lambda: None)  # nothing is indexed until the test says so
+        admin = host.wiki(SYSTEM)
+        admin.save_namespace("notes", title="Notes")
+        for i in range(3):
+            admin.save_page(f"notes/p{i}", body=f"page number {i}")
+        host.indexes.catch_up()
+        body = app.test_client().get("/_/health").get_json()
+        assert body["status"] == "ok" and body["passages"] == {"documents": 0, "pending": 3, "per_second": 0.0}
+        assert [h["slug"] for h in admin.search("number")["hits"]]  # keyword search does not wait
+        host.passages._work()
+        assert "passages" not in app.test_client().get("/_/health").get_json()
+        assert admin.health()["passages"]["per_second"] > 0
+    finally:
+        host.close()
