@@ -7,8 +7,10 @@ Prints figures, never passes or fails. Builds a git wiki of ``--pages`` Markdown
    process, nothing else (pages a second: the ceiling catch-up can approach);
 2. catch-up: a host with ``EMBEDDER = "wordllama"`` started on it, timed until nothing is pending
    (pages a second), the storage reads it made, and the size of ``passages.sqlite`` and its vectors;
-3. search: ``search`` of a word every page holds and of a rare word through the service layer
-   (p50 / p95 ms), and this process's resident memory before and after.
+3. search: ``search`` of a word every page holds, of a rare word and of words no page holds (so
+   meaning answers) through the service layer (p50 / p95 ms), and ``similar_pages``;
+4. one worker: a fresh process that starts a host on the instance and searches, its resident
+   memory (RSS, and PSS: its share of what it shares, such as the mapped vectors) before and after.
 
 Usage: ``python bench/passage_catch_up.py [--pages 20000] [--sample 2000]``. The machine's load
 average is printed beside the figures.
@@ -20,6 +22,8 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -55,11 +59,27 @@ def page_bytes(n: int, rng: random.Random) -> bytes:
     return Page(slug=slug(n), title=f"Page {n} {rng.choice(WORDS)}", body=body, tags=(f"t{n % 11}",)).to_bytes()
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+def rss_mb(field: str = "Rss:") -> float:
+    """This process's resident memory (``Pss:``: its share of pages it shares, such as a mapped file)."""
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+        if line.startswith(field):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def worker(instance: Path, runs: int) -> None:
+    """What one worker holds: a host started on the instance, after searches of every kind."""
+    start = rss_mb()
+    host = build_host(instance)
+    wiki = host.wiki(SYSTEM)
+    print(f"worker: RSS {start:.0f} MB bare, {rss_mb():.0f} MB with the host (PSS {rss_mb('Pss:'):.0f} MB)")
+    for label, query in (("common", "river"), ("two words", "river zzzunknown"), ("nothing", "zzzunknown")):
+        p50, p95 = timed(lambda query=query: wiki.search(query), runs)
+        print(f"worker search {label:9}: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+    p50, p95 = timed(lambda: wiki.similar_pages(slug(5)), max(5, runs // 5))
+    print(f"worker similar_pages: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+    print(f"worker: RSS {rss_mb():.0f} MB after the searches (PSS {rss_mb('Pss:'):.0f} MB); load average {os.getloadavg()[0]:.2f}")
+    host.close()
 
 
 def build(instance: Path, total: int) -> list[bytes]:
@@ -110,7 +130,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20000)
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--worker", type=Path, help="measure one worker on this instance (the bench runs it itself)")
     args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.runs)
+        return
     with tempfile.TemporaryDirectory(prefix="hostcore-passages-") as tmp:
         instance = Path(tmp) / "instance"
         t0 = time.perf_counter()
@@ -153,6 +177,7 @@ def main() -> None:
         print(f"similar_pages: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
         print(f"RSS after searches {rss_mb():.0f} MB; load average {os.getloadavg()[0]:.2f}")
         host.close()
+        subprocess.run([sys.executable, __file__, "--worker", str(instance), "--runs", str(args.runs)], check=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ _model: Any = None
 _words: Words | None = None
 _loading = threading.Lock()
 _PIECE = re.compile(r" *[^ ]+| +$")
-MAX_WORDS = 200_000  # words whose tokens a process keeps; past it the cache starts again
+MAX_WORDS = 50_000  # words whose tokens a process keeps (a few MB); past it the cache starts again
 
 
 def load_model() -> Any:
