@@ -1,8 +1,9 @@
 """The default embedder: WordLlama's ``l2_supercat`` 256-dimension static model, offline.
 
 Enable with ``PLUGINS = [..., "wordllama"]`` and ``EMBEDDER = "wordllama"`` (``hostcore init``
-does both). The model's weights (16 MB) and tokenizer come inside the ``wordllama`` wheel and are
-read from there; nothing is fetched at run time. (``WordLlama.load()`` looks for the tokenizer
+does both). The model's weights (16 MB, float16) and tokenizer come inside the ``wordllama`` wheel
+and are read from there, the weights memory-mapped as stored (:func:`mapped_table`), so every
+worker shares one copy; nothing is fetched at run time. (``WordLlama.load()`` looks for the tokenizer
 in a folder the wheel does not have and would then try to download it, so the files are opened
 directly.) A static model embeds by averaging token vectors, cheap enough for a background
 thread on one core and for a query's vector while the caller waits (``bench/document_search.py``
@@ -12,11 +13,13 @@ The tokenizer is a SentencePiece BPE without a pre-tokenizer: asked for a passag
 the whole passage at once, which cost most of the embedding (bench/passage_catch_up.py). Its
 merges never cross a space, so each space-separated word is tokenized alone here, once per
 process (:class:`Words`), and a passage's vector is the mean of its words' token vectors: the same
-tokens, hence the same vector (texts of spaces only aside), at a fraction of the cost.
+tokens, hence the same vector (texts of spaces only aside), at a fraction of the cost. WordLlama's
+own model object (:func:`load_model`) is never built to embed: it holds a float32 copy of the table.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -40,38 +43,57 @@ _PIECE = re.compile(r" *[^ ]+| +$")
 MAX_WORDS = 50_000  # words whose tokens a process keeps (a few MB); past it the cache starts again
 
 
+def model_folder() -> Path:
+    """The ``wordllama`` package's folder, checked to hold the model's files."""
+    root = Path(_import_wordllama().__file__).parent
+    missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
+    if missing:
+        raise StartupError(
+            f"the wordllama package at {root} lacks {', '.join(missing)}; install the version "
+            "hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')"
+        )
+    return root
+
+
 def load_model() -> Any:
-    """The WordLlama model of this process, loaded from the wheel's files on first use."""
+    """WordLlama's own model object of this process (what :class:`Words` gives the same vectors as),
+    loaded from the wheel's files on first use."""
     global _model
     with _loading:
         if _model is None:
             from safetensors import safe_open
             from tokenizers import Tokenizer
 
-            wordllama = _import_wordllama()
-            root = Path(wordllama.__file__).parent
-            missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
-            if missing:
-                raise StartupError(
-                    f"the wordllama package at {root} lacks {', '.join(missing)}; install the version "
-                    "hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')"
-                )
+            root = model_folder()
             with safe_open(str(root / WEIGHTS), framework="np", device="cpu") as f:
                 weights = f.get_tensor("embedding.weight")
-            _model = wordllama.inference.WordLlamaInference(weights, Tokenizer.from_file(str(root / TOKENIZER)))
+            _model = _import_wordllama().inference.WordLlamaInference(weights, Tokenizer.from_file(str(root / TOKENIZER)))
     return _model
+
+
+def mapped_table(path: Path, name: str = "embedding.weight") -> npt.NDArray[Any]:
+    """The tensor ``name`` of the safetensors file ``path``, memory-mapped read-only as stored
+    (float16 here): the page cache holds it once for every worker, where a float32 copy cost
+    each worker twice the file."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    entry = header[name]
+    first = entry["data_offsets"][0]
+    dtype = np.dtype({"F16": "<f2", "F32": "<f4"}[entry["dtype"]])
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + first, shape=tuple(entry["shape"]))
 
 
 class Words:
     """The token ids of each space-separated word, tokenized once (see the module's docstring),
     and the sum of a text's token vectors from them."""
 
-    def __init__(self, model: Any, limit: int = MAX_WORDS) -> None:
+    def __init__(self, limit: int = MAX_WORDS) -> None:
         from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_str(model.tokenizer.to_str())  # the model's own pads its batches
-        self.tokenizer.no_padding()
-        self.table, self.limit = model.embedding, limit
+        root = model_folder()
+        self.tokenizer = Tokenizer.from_file(str(root / TOKENIZER))
+        self.table, self.limit = mapped_table(root / WEIGHTS), limit
         self.clip = self.tokenizer.get_vocab_size() > self.table.shape[0]
         self.ids: dict[str, list[int]] = {}
         self._space = self.tokenizer.token_to_id("\u2581")  # a lone trailing space: the tokenizer gives nothing for ""
@@ -107,17 +129,16 @@ class Words:
                 ids = np.fromiter(tokens, dtype=np.intp, count=len(tokens))
                 if self.clip:  # a token the table has no row for: its last row, as the model does
                     np.minimum(ids, rows - 1, out=ids)
-                np.add.reduce(table.take(ids, axis=0), axis=0, out=out[row])
+                np.add.reduce(table.take(ids, axis=0), axis=0, dtype=np.float32, out=out[row])
         return out
 
 
 def words() -> Words:
     """This process's :class:`Words` over the model."""
     global _words
-    model = load_model()
     with _loading:
         if _words is None:
-            _words = Words(model)
+            _words = Words()
         return _words
 
 

@@ -27,8 +27,12 @@ def test_vectors_are_the_models_own():
     assert not got[-1].any()  # no tokens: a row of zeros
 
 
+def test_the_table_is_mapped_from_the_wheel_not_copied():
+    assert isinstance(Words().table, np.memmap) and Words().table.shape == (32000, 256)
+
+
 def test_each_word_is_tokenized_once_and_the_cache_is_bounded():
-    words = Words(load_model(), limit=50)
+    words = Words(limit=50)
     asked: list[list[str]] = []
     encode = words.tokenizer.encode_batch_fast
 
