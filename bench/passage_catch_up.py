@@ -12,7 +12,8 @@ Prints figures, never passes or fails. Builds a git wiki of ``--pages`` Markdown
 4. one worker: a fresh process that starts a host on the instance and searches, its resident
    memory (RSS, and PSS: its share of what it shares, such as the mapped vectors) before and after.
 
-Usage: ``python bench/passage_catch_up.py [--pages 20000] [--sample 2000]``. The machine's load
+Usage: ``python bench/passage_catch_up.py [--pages 20000] [--sample 2000] [--keep DIR]``, then
+``--worker DIR`` to measure a worker again on a kept instance. The machine's load
 average is printed beside the figures.
 """
 
@@ -131,17 +132,22 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--worker", type=Path, help="measure one worker on this instance (the bench runs it itself)")
+    parser.add_argument("--keep", type=Path, help="build the instance here and keep it (for --worker runs later)")
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.runs)
         return
     with tempfile.TemporaryDirectory(prefix="hostcore-passages-") as tmp:
-        instance = Path(tmp) / "instance"
+        instance = args.keep or Path(tmp) / "instance"
+        if args.keep and args.keep.exists():
+            raise SystemExit(f"--keep: {args.keep} exists; measure a worker on it with --worker {args.keep}")
         t0 = time.perf_counter()
         pages = build(instance, args.pages)
         print(f"built {args.pages} pages ({sum(len(p) for p in pages) / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
         print(f"load average {os.getloadavg()[0]:.2f}")
-        print(f"model alone: {model_cost(pages, args.sample):.0f} pages/s (cut + embed, {args.sample} pages)")
+        cold = model_cost(pages, args.sample)  # every word new to the process's cache
+        print(f"model alone: {cold:.0f} pages/s first, {model_cost(pages, args.sample):.0f} pages/s again "
+              f"(cut + embed, {args.sample} pages)")  # fmt: skip
         text = (instance / "hostcore.toml").read_text().replace('EMBEDDER = ""', 'EMBEDDER = "wordllama"')
         (instance / "hostcore.toml").write_text(text)
         before = rss_mb()
