@@ -25,7 +25,16 @@ from hostcore.cli import main
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
-from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, query_words, split_passages
+from hostcore.indexes.passages import (
+    CHUNK_CHARS,
+    HEADER,
+    excerpt,
+    listed_documents,
+    quantise,
+    query_words,
+    record_type,
+    split_passages,
+)
 
 from .conftest import principal
 
@@ -313,7 +322,7 @@ def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path, monkeypatch
         admin.delete_page("notes/p0")
         assert pending(host) == 1
         index.step()
-        assert index.status() == {"embedder": "hashing", "documents": 6, "passages": 6, "pending": 0}
+        assert index.status() == {"embedder": "hashing", "documents": 6, "passages": 6, "pending": 0, "per_second": 0.0}
     finally:
         host.close()
 
@@ -493,14 +502,18 @@ def test_changing_the_embedder_embeds_everything_again(tmp_path):
         indexed(host)
         db = sqlite3.connect(instance / "passages.sqlite")
         assert db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone() == ("wordllama/256",)
-        assert {len(v) for (v,) in db.execute("SELECT vector FROM chunks")} == {256 * 4}
+        ids = [i for (i,) in db.execute("SELECT id FROM chunks")]
         db.close()
+        records = np.fromfile(instance / "passages.vectors", dtype=record_type(256), offset=HEADER)
+        assert ids and all(records[ids]["kind"] == 1)  # wordllama's 256 numbers a passage, pages
     finally:
         host.close()
 
 
 def test_health_status_and_reindex_show_and_rebuild_it(doc_host):
-    assert doc_host.wiki(SYSTEM).health()["passages"] == {"embedder": "wordllama", "documents": 6, "passages": 6, "pending": 0}
+    shown = doc_host.wiki(SYSTEM).health()["passages"]
+    assert shown["per_second"] > 0  # the pace of the rounds that indexed them
+    assert shown == {"embedder": "wordllama", "documents": 6, "passages": 6, "pending": 0, "per_second": shown["per_second"]}
     assert "passages" not in doc_host.wiki(principal("read", namespaces=["team"])).health()
     instance = doc_host.instance_path
     doc_host.close()
@@ -556,3 +569,176 @@ def test_chatgpt_search_and_fetch_reach_attachments(docs):
         docs.wiki(principal("read", namespaces=["team"])).fetch("/_/files/notes/plan/report.txt")
     with pytest.raises(NotFound, match="no attachment"):
         reader.fetch("/_/files/notes/plan/missing.txt")
+
+
+# --- at scale: cost follows the change, vectors shared, progress shown ------------------------------
+
+
+def passage_statements(host: Host) -> list[str]:
+    """The SQL this thread sends to the passage index's file from now on."""
+    sent: list[str] = []
+    host.passages.db.connection().set_trace_callback(sent.append)
+    return sent
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Counts its calls: embedding passages, and embedding queries."""
+
+    name = "counting"
+    calls: ClassVar[list[int]] = []
+    queries: ClassVar[list[str]] = []
+
+    def embed(self, texts: list[str]) -> Vectors:
+        type(self).calls.append(len(texts))
+        return super().embed(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        type(self).queries.append(text)
+        return super().embed([text])[0]
+
+
+class CountingPlugin:
+    __name__ = "counting_plugin"
+
+    @hookimpl
+    def register_embedders(self, register: Callable[[type], None]) -> None:
+        register(CountingEmbedder)
+
+
+def counting_host(instance: Path) -> Host:
+    config = {**EMBEDDED, "EMBEDDER": "counting"}
+    return create_app(config, instance_path=instance, plugins=[CountingPlugin()]).extensions["hostcore"]
+
+
+def test_a_wiki_without_attachments_never_searches_their_passages(tmp_path):
+    host = counting_host(tmp_path / "instance")
+    try:
+        admin = host.wiki(SYSTEM)
+        admin.save_namespace("notes", title="Notes")
+        admin.save_page("notes/cats", title="Cats", body="Felines sleep most of the day.")
+        indexed(host)
+        CountingEmbedder.queries.clear()
+        sent = passage_statements(host)
+        assert [h["slug"] for h in admin.search("felines")["hits"]] == ["notes/cats"]
+        assert admin.search_attachments("felines")["hits"] == []
+        assert not [s for s in sent if "chunks" in s and "count(*)" not in s] and CountingEmbedder.queries == []
+        upload(admin, "notes/cats", "vet.txt", b"The vet checks the felines every spring.")
+        indexed(host)
+        assert "/_/files/notes/cats/vet.txt" in [r["id"] for r in admin.search("felines")["results"]]
+    finally:
+        host.close()
+
+
+def fruit_pages(host: Host, count: int):
+    """``count`` pages notes/p0... alike in meaning, indexed; the admin's wiki."""
+    admin = host.wiki(SYSTEM)
+    admin.save_namespace("notes", title="Notes")
+    for i in range(count):
+        admin.save_page(f"notes/p{i}", body=f"apples and pears number {i}")
+    indexed(host)
+    return admin
+
+
+def test_searches_read_the_vectors_from_the_shared_file_not_the_index(tmp_path):
+    """Another process indexes; this one searches by meaning without loading every vector (it
+    reads passages.vectors through a memory map: one copy per machine, however many workers)."""
+    instance = tmp_path / "instance"
+    writer = make_host(instance, EMBEDDER="hashing")
+    reader = make_host(instance, EMBEDDER="hashing")
+    try:
+        admin = fruit_pages(writer, 5)
+        wiki = reader.wiki(SYSTEM)
+        assert len(wiki.similar_pages("notes/p0")["pages"]) == 4
+        admin.save_page("notes/p9", body="apples and pears, the ninth")
+        indexed(writer)
+        sent = passage_statements(reader)
+        assert "notes/p9" in [p["slug"] for p in wiki.similar_pages("notes/p0")["pages"]]
+        assert "notes/p9" in [r["id"] for r in wiki.search("pears apples orchard")["results"]]
+        assert not [s for s in sent if "FROM chunks" in s and "WHERE" not in s]  # no passage read whole
+        assert isinstance(reader.passages.vectors.records(reader.passages.db.meta("vectors")), np.memmap)
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_step_is_one_embedding_call_one_transaction_and_reads_only_what_changed(tmp_path, monkeypatch):
+    host = counting_host(tmp_path / "instance")
+    index = host.passages
+    try:
+        admin = host.wiki(SYSTEM)
+        admin.save_namespace("notes", title="Notes")
+        for i in range(6):
+            admin.save_page(f"notes/p{i}", body=f"page number {i}")
+        indexed(host)
+        monkeypatch.setattr(index, "kick", lambda: None)  # the test takes the steps
+        for i in range(3):
+            slug = f"notes/p{i}"
+            admin.save_page(slug, body=f"page number {i}, changed", basehash=admin.read_page(slug)["hash"])
+        host.indexes.catch_up()
+        listed, reads = [], []
+        monkeypatch.setattr(host.storage, "hashes", lambda prefix="": listed.append(prefix) or {})
+        monkeypatch.setattr(host.storage, "list", lambda prefix="": listed.append(prefix) or [])
+        read = host.storage.read_with_hash
+        monkeypatch.setattr(host.storage, "read_with_hash", lambda path: reads.append(path) or read(path))
+        CountingEmbedder.calls.clear()
+        generation = index.db.generation()
+        index._work()  # a round of the background thread
+        assert CountingEmbedder.calls == [3] and listed == []
+        assert sorted(reads) == [f"notes/p{i}.md" for i in range(3)]
+        assert index.db.generation() != generation and index.pending() == 0
+    finally:
+        host.close()
+
+
+def test_vectors_are_quantised_within_their_recall():
+    vectors = unit_rows(np.random.default_rng(7).standard_normal((50, 256)))
+    rows, scale = quantise(vectors)
+    assert rows.dtype == np.int8 and scale.dtype == np.float32
+    back = rows.astype(np.float32) * scale[:, None]
+    cosine = np.sum(back * vectors, axis=1) / np.linalg.norm(back, axis=1)
+    assert np.all(cosine > 0.9999)
+    assert record_type(256).itemsize == 256 + 9  # a quarter of the float32 vector, and its tags
+    zero = quantise(np.zeros((1, 4), dtype=np.float32))
+    assert not zero[0].any() and zero[1][0] == 0
+
+
+def test_a_lost_vectors_file_is_made_anew_and_filled(tmp_path):
+    instance = tmp_path / "instance"
+    host = make_host(instance, EMBEDDER="hashing")
+    try:
+        admin = fruit_pages(host, 3)
+        (instance / "passages.vectors").unlink()
+        admin.save_page("notes/p3", body="apples and pears number 3")  # the thread finds it gone
+        indexed(host)
+        host.indexes.wait()
+        assert len(admin.similar_pages("notes/p0")["pages"]) == 3
+    finally:
+        host.close()
+    (instance / "passages.vectors").write_bytes(b"not vectors")
+    host = make_host(instance, EMBEDDER="hashing")
+    try:
+        indexed(host)
+        assert len(host.wiki(SYSTEM).similar_pages("notes/p0")["pages"]) == 3
+        assert (instance / "passages.vectors").stat().st_mode & 0o777 == 0o600
+    finally:
+        host.close()
+
+
+def test_health_and_status_show_the_embedding_progress(tmp_path, monkeypatch):
+    app = create_app({**EMBEDDED, "EMBEDDER": "hashing"}, instance_path=tmp_path / "instance", plugins=[HashingPlugin()])
+    host: Host = app.extensions["hostcore"]
+    try:
+        monkeypatch.setattr(host.passages, "kick", lambda: None)  # nothing is indexed until the test says so
+        admin = host.wiki(SYSTEM)
+        admin.save_namespace("notes", title="Notes")
+        for i in range(3):
+            admin.save_page(f"notes/p{i}", body=f"page number {i}")
+        host.indexes.catch_up()
+        body = app.test_client().get("/_/health").get_json()
+        assert body["status"] == "ok" and body["passages"] == {"documents": 0, "pending": 3, "per_second": 0.0}
+        assert [h["slug"] for h in admin.search("number")["hits"]]  # keyword search does not wait
+        host.passages._work()
+        assert "passages" not in app.test_client().get("/_/health").get_json()
+        assert admin.health()["passages"]["per_second"] > 0
+    finally:
+        host.close()

@@ -408,7 +408,8 @@ def status(obj: CliContext) -> None:
     try:
         state = host.indexes.status("passage index")
         by = f"embedder {state['embedder']}" if state["embedder"] else "keyword only (EMBEDDER is empty)"
-        click.echo(f"passages: {by}, {state['documents']} documents indexed ({state['passages']} passages), {state['pending']} pending")
+        pace = f", indexing about {state['per_second']:.0f} a second" if state["pending"] and state["per_second"] else ""
+        click.echo(f"passages: {by}, {state['documents']} documents indexed ({state['passages']} passages), {state['pending']} pending{pace}")
     finally:
         host.close()
 

@@ -2,34 +2,43 @@
 
 ``passages.sqlite`` in the instance folder holds, for every attachment with text (and every page,
 with an ``EMBEDDER``), its passages (about :data:`CHUNK_CHARS` characters, cut at paragraph or
-sentence ends, with their offset in the text, so ``read_attachment`` can start there), an FTS5
-keyword index over them, and one vector per passage from the ``EMBEDDER``. A search ranks passages
-by keyword (BM25; every word of the query) and by meaning (cosine of the vectors, brute force with
-numpy over the caller's namespaces; only passages at least the embedder's ``relevant`` similarity
-from the query, so a query unrelated to every document finds nothing), and fuses the two rankings
-by reciprocal rank fusion (:data:`RRF_K`): a passage ranked high by either comes first, one ranked
-high by both before it. Without an embedder the keyword ranking alone answers. A document storage
-no longer holds is never answered, even before the index drops it.
+sentence ends, with their offset in the text, so ``read_attachment`` can start there) and an FTS5
+keyword index over them; ``passages.vectors`` beside it holds one vector per passage from the
+``EMBEDDER``, quantised to int8 with a scale per passage (a quarter of float32, the same
+rankings), read through a memory map (:class:`VectorFile`): the page cache holds it once per
+machine, and a worker searches what another process indexed without loading anything. A search
+ranks passages by keyword (BM25; every word of the query) and by meaning (cosine of the vectors,
+brute force with numpy over the caller's namespaces; only passages at least the embedder's
+``relevant`` similarity from the query, so a query unrelated to every document finds nothing),
+and fuses the two rankings by reciprocal rank fusion (:data:`RRF_K`): a passage ranked high by
+either comes first, one ranked high by both before it. Without an embedder the keyword ranking
+alone answers. A document storage no longer holds is never answered, even before the index
+drops it. A wiki without attachments spends nothing on their passages (:meth:`PassageIndex.has`).
 
 It is a derived index (:class:`~hostcore.seams.index.DerivedIndex`), kept off the request path:
 the host hands it the paths that changed in storage, in commit order (:meth:`PassageIndex.apply`),
 which it only notes as pending; a background thread of each process then indexes what is pending
-in bounded steps (:data:`STEP_DOCUMENTS` documents a step, one transaction each, under
-``passages.lock`` so one process indexes at a time); searches answer from what is indexed meanwhile
-and say how many documents are pending. Under a stream of changes a round of indexing starts at
-most every :data:`ROUND_SECONDS`, so a page saved again and again meanwhile is embedded once per
-round, not once per save (a change after a quiet spell is taken at once). Without an embedder only
-attachments are indexed. A damaged file is set aside and a deleted one recreated; either way it
-fills again from storage.
+in steps of :data:`STEP_DOCUMENTS` documents (each step reads only its documents from storage,
+embeds all their passages in one call and writes them in one transaction, under ``passages.lock``
+so one process indexes at a time); searches answer from what is indexed meanwhile and say how
+many documents are pending, and ``health`` shows the pace. Under a stream of changes a round of
+indexing starts at most every :data:`ROUND_SECONDS`, so a page saved again and again meanwhile is
+embedded once per round, not once per save (a change after a quiet spell is taken at once).
+Without an embedder only attachments are indexed. A damaged ``passages.sqlite`` is set aside and a
+deleted one recreated, a lost or foreign ``passages.vectors`` made anew; either way it fills
+again from storage.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import sqlite3
-from collections.abc import Callable, Collection, Iterator
+import time
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -57,7 +66,7 @@ Mode = Literal["keyword", "meaning"]
 MODES: tuple[Mode, ...] = ("keyword", "meaning")
 CHUNK_CHARS = 600  # a static embedding averages its words: short passages keep their meaning sharp
 MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a longer text is not indexed
-STEP_DOCUMENTS = 16  # documents indexed in one bounded step
+STEP_DOCUMENTS = 256  # documents indexed in one bounded step: one storage pass, one embedding call, one transaction
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
 CANDIDATES = 100  # passages taken from each ranking into the fusion
 MAX_FOLLOWED = 1000  # changed paths looked up one by one for the answers' check; beyond, storage is listed whole
@@ -72,15 +81,24 @@ STOP_WORDS = frozenset(
     "which who why will with would you your".split()
 )
 
+LAYOUT = 2  # passages.sqlite's layout (PRAGMA user_version): another one is emptied and filled again
+BLOCK = 16_384  # vectors compared with a query at once (bounds the floats made from them)
+KINDS: dict[Kind, int] = {"page": 1, "attachment": 2}  # a vector record's kind; 0: a free record
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
     path TEXT PRIMARY KEY, hash TEXT NOT NULL, kind TEXT NOT NULL, slug TEXT NOT NULL, filename TEXT NOT NULL,
     namespace TEXT NOT NULL, title TEXT NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS docs_kind ON docs (kind);
+-- with an embedder, a passage's id is also its record in the vectors file (see Vectors)
 CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL, text TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path);
+-- records of the vectors file no passage uses (taken again first), and namespaces' numbers there
+CREATE TABLE IF NOT EXISTS free (slot INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS namespaces (code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     text, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
 );
@@ -171,6 +189,8 @@ def excerpt(text: str, words: list[str], size: int = EXCERPT_CHARS) -> str:
 
 
 Document = tuple[str, Kind, str, str]  # (hash, kind, slug, filename)
+Text = tuple[str, list[tuple[int, str]], str, str]  # a document's (title, passages, status, reason)
+Read = tuple[tuple[Kind, str, str] | None, str | None, Text | None]  # (kind, slug, filename), hash now, Text when changed
 
 
 def _document(path: str, pages: bool) -> tuple[Kind, str, str] | None:
@@ -192,25 +212,119 @@ def listed_documents(host: Host, pages: bool) -> dict[str, Document]:
     return out
 
 
-class _Matrix:
-    """Every passage vector of one generation of the file, for brute-force nearest neighbours."""
+MAGIC = b"hostcore-vectors"  # a vectors file starts with it and its token (the meta key ``vectors``)
+HEADER = len(MAGIC) + 16
 
-    def __init__(self, rows: list[tuple[int, str, str, str, bytes]], dimensions: int) -> None:
-        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
-        self.kinds = np.array([r[1] for r in rows], dtype=object)
-        self.namespaces = np.array([r[2] for r in rows], dtype=object)
-        self.paths = np.array([r[3] for r in rows], dtype=object)
-        self.vectors = (
-            np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), dimensions)
-            if rows
-            else np.zeros((0, dimensions), dtype=np.float32)
-        )
 
-    def mask(self, kind: Kind, namespaces: Collection[str] | None) -> np.ndarray:
-        keep = self.kinds == kind
-        if namespaces is not None:
-            keep &= np.isin(self.namespaces, list(namespaces))
-        return keep
+def record_type(dimensions: int) -> np.dtype:
+    """One passage's record in the vectors file: its vector quantised to int8 with the scale that
+    gives it back (``vector * scale``), its namespace's number and its kind (0: a free record)."""
+    return np.dtype([("vector", "i1", (dimensions,)), ("scale", "<f4"), ("namespace", "<i4"), ("kind", "i1")])
+
+
+def quantise(vectors: Vectors) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 rows, float32 scale of each): a row times its scale is the vector within half a step."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    scale = np.abs(vectors).max(axis=1) / 127 if len(vectors) else np.zeros(0, dtype=np.float32)
+    safe = np.where(scale > 0, scale, 1).astype(np.float32)
+    return np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+class VectorFile:
+    """``passages.vectors``: every passage's vector, one fixed-size record a passage (its id in
+    ``passages.sqlite`` is its record's number), read through a read-only memory map: the page
+    cache holds it once per machine, however many workers search it, and a worker reads what
+    another process wrote without loading anything. Only the process holding ``passages.lock``
+    writes it, in place; it is never shortened (a reader's map would fault), only replaced whole
+    (:meth:`create`: a new token, which ``passages.sqlite`` records, so a vectors file and an index
+    file that do not belong together are never read together)."""
+
+    def __init__(self, path: Path, dimensions: int) -> None:
+        self.path = Path(path)
+        self.dtype = record_type(dimensions)
+        self._map: tuple[tuple[int, int, int, str], np.ndarray] | None = None  # ((dev, inode, size, token), records)
+        self._fd: tuple[tuple[int, int], int] | None = None  # the writer's descriptor and the file it opened
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def records(self, token: str | None) -> np.ndarray:
+        """The records of the file whose token is ``token`` (none when it is another, or missing)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return np.zeros(0, dtype=self.dtype)
+        key = (st.st_dev, st.st_ino, st.st_size, token or "")
+        if self._map is not None and self._map[0] == key:
+            return self._map[1]
+        count = max(st.st_size - HEADER, 0) // self.dtype.itemsize
+        records = np.zeros(0, dtype=self.dtype)
+        with open(self.path, "rb") as f:
+            if token is not None and f.read(HEADER) == MAGIC + bytes.fromhex(token) and count:
+                records = np.memmap(f, dtype=self.dtype, mode="r", offset=HEADER, shape=(count,))
+        self._map = (key, records)
+        return records
+
+    # --- writing (under passages.lock) ----------------------------------------------------------
+
+    def create(self) -> str:
+        """Replace the file with an empty one; returns its new token."""
+        token = os.urandom(16).hex()
+        partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.new")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, MAGIC + bytes.fromhex(token))
+        finally:
+            os.close(fd)
+        os.replace(partial, self.path)
+        self.close()
+        return token
+
+    def matches(self, token: str) -> bool:
+        """Whether the file there is the one with ``token``."""
+        try:
+            with open(self.path, "rb") as f:
+                return f.read(HEADER) == MAGIC + bytes.fromhex(token)
+        except FileNotFoundError:
+            return False
+
+    def _descriptor(self) -> int:
+        opened = file_id(self.path)
+        if self._fd is not None and self._fd[0] == opened:
+            return self._fd[1]
+        self.close()
+        fd = os.open(self.path, os.O_RDWR)
+        self._fd = (file_id(self.path) or (0, 0), fd)
+        return fd
+
+    def write(self, slots: Sequence[int], vectors: Vectors, namespaces: Sequence[int], kinds: Sequence[int]) -> None:
+        """Write the records of ``slots``: each its vector, namespace number and kind."""
+        if not len(slots):
+            return
+        records = np.zeros(len(slots), dtype=self.dtype)
+        records["vector"], records["scale"] = quantise(vectors)
+        records["namespace"], records["kind"] = namespaces, kinds
+        self._put(slots, records)
+
+    def free(self, slots: Sequence[int]) -> None:
+        """Mark the records of ``slots`` free: no search finds them."""
+        self._put(slots, np.zeros(len(slots), dtype=self.dtype))
+
+    def _put(self, slots: Sequence[int], records: np.ndarray) -> None:
+        fd, size = self._descriptor(), self.dtype.itemsize
+        order = np.argsort(np.asarray(slots, dtype=np.int64), kind="stable")
+        run_start = 0
+        ordered = [int(slots[i]) for i in order]
+        data = records[order].tobytes()
+        for i in range(1, len(ordered) + 1):  # consecutive records in one write
+            if i == len(ordered) or ordered[i] != ordered[i - 1] + 1:
+                os.pwrite(fd, data[run_start * size : i * size], HEADER + ordered[run_start] * size)
+                run_start = i
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with suppress(OSError):
+                os.close(self._fd[1])
+            self._fd = None
 
 
 class PassageIndex(DerivedIndex):
@@ -226,12 +340,13 @@ class PassageIndex(DerivedIndex):
         self.path = Path(path)
         self.embedder = embedder  # None: keyword only
         self.signature = f"{embedder.name}/{embedder.dimensions}" if embedder is not None else "keyword"
-        self.db = DerivedDB(self.path, self.name, _SCHEMA, rebuild=True, setup=self._sign)
+        self.db = DerivedDB(self.path, self.name, _SCHEMA, LAYOUT, rebuild=True, setup=self._sign)
+        self.vectors = VectorFile(self.path.with_name("passages.vectors"), embedder.dimensions) if embedder is not None else None
+        self._codes: dict[str, dict[str, int]] = {}  # vectors file token -> namespace -> its number there
         # a failed round is tried again at the next change or search (damage: by the rebuild)
         self._worker = CoalescingWorker(self._work, "passage index", what="passage index", gap=ROUND_SECONDS, logger=log)
         self._load = False  # start(): the background thread loads the embedder's model first
         self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
-        self._matrix: tuple[tuple[tuple[int, int] | None, str | None], _Matrix] | None = None
 
     def _sign(self, db: sqlite3.Connection) -> None:
         """A new file's vectors are this embedder's (an older file of another one is emptied by :meth:`prepare`)."""
@@ -258,10 +373,8 @@ class PassageIndex(DerivedIndex):
     def apply(self, changes: Changes) -> None:
         """Note the changed documents as pending: the background thread indexes them (:meth:`step`)."""
         with self.db.transaction(mark=False) as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO pending (path, ask) VALUES (?, (SELECT coalesce(max(ask), 0) + 1 FROM pending))",
-                [(path,) for path in changes.paths],
-            )
+            ask = db.execute("SELECT coalesce(max(ask), 0) + 1 FROM pending").fetchone()[0]  # once: a hand-over of 50,000 paths
+            db.executemany("INSERT OR REPLACE INTO pending (path, ask) VALUES (?, ?)", [(path, ask) for path in changes.paths])
         changes.done(len(changes.paths))
 
     def prepare(self) -> None:
@@ -274,15 +387,29 @@ class PassageIndex(DerivedIndex):
             if found is not None:
                 log.info("passage index: the embedder changed (%s -> %s); embedding everything again", found, self.signature)
             self.clear()
+        elif self.vectors is not None and not self._vectors_intact():
+            log.warning("passage index: %s is missing or not the index's own; embedding everything again", self.vectors.path)
+            self.clear()
+
+    def _vectors_intact(self) -> bool:
+        """Whether the vectors file is the one ``passages.sqlite`` was written with (or nothing needs one)."""
+        assert self.vectors is not None
+        token = self.db.meta("vectors")
+        if token is not None and self.vectors.matches(token):
+            return True
+        with self.db.guard() as db:
+            return db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is None
 
     def clear(self) -> None:
         """Empty the index and forget the storage version it reflects, keeping the file."""
         with self._writing(), self.db.transaction() as db:
-            db.execute("DELETE FROM chunks")
-            db.execute("DELETE FROM docs")
-            db.execute("DELETE FROM pending")
+            for table in ("chunks", "docs", "pending", "free", "namespaces"):
+                db.execute(f"DELETE FROM {table}")
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
-            db.execute("DELETE FROM meta WHERE key = 'storage_version'")
+            db.execute("DELETE FROM meta WHERE key IN ('storage_version', 'vectors', 'slots')")
+            if self.vectors is not None:
+                self._new_vectors(db)
+            self._codes = {}
 
     def _writing(self) -> FileLock:
         """``passages.lock``: one process writes the index's documents at a time."""
@@ -311,79 +438,186 @@ class PassageIndex(DerivedIndex):
         if self._load and self.embedder is not None:  # once: the first save must not wait for it
             self._load = False
             self.embedder.load()
-        version = self.host.storage.version()
-        if version is not None:
-            self.stored(version)  # what a search checks its answers against, followed from here on
-        while not self._worker.stopping and self.step():
-            pass
+        started, done, before = time.monotonic(), 0, self.pending()
+        while not self._worker.stopping and before:
+            left = self.step()
+            done += max(before - left, 0)
+            before = left
+        if done:  # what health and status show of the pace, whichever process asks
+            self.db.set_meta("pace", f"{done / max(time.monotonic() - started, 1e-3):.1f}")
 
     def step(self, limit: int = STEP_DOCUMENTS) -> int:
-        """Index up to ``limit`` pending documents as storage holds them now (and drop those gone);
-        returns how many are still pending afterwards."""
+        """Index up to ``limit`` pending documents as storage holds them now (and drop those gone),
+        in one transaction, their passages embedded in one call; returns how many are still
+        pending afterwards. What is pending came from the storage's changes (:meth:`apply`): a
+        step reads only its documents, never a listing of storage."""
         with self._writing():
             with self.db.guard() as db:
                 taken = db.execute("SELECT path, ask FROM pending ORDER BY path LIMIT ?", (limit,)).fetchall()
+                held = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [path for path, _ in taken])
+            made: list[tuple[str, int, *Read]] = []
             for path, ask in taken:
                 if self._worker.stopping:
                     break
-                self._take(path, ask)
+                made.append((path, ask, *self._read(path, held.get(path))))
+            texts = [piece for *_, got in made if got is not None for _, piece in got[1]]
+            vectors = self.embedder.embed(texts) if texts and self.embedder is not None else None
+            self._write(made, vectors)
         return self.pending()
 
-    def _take(self, path: str, ask: int) -> None:
-        """Index the document at ``path`` as storage holds it now, or drop it (gone, or no longer
-        a document this index keeps); then it is no longer pending, unless handed over again meanwhile."""
+    @staticmethod
+    def _lookup(db: sqlite3.Connection, query: str, keys: Sequence[object]) -> dict:
+        """``query`` (a SELECT of key and value ending ``IN``) for ``keys``, 500 at a time: key -> value."""
+        out: dict = {}
+        for first in range(0, len(keys), 500):
+            batch = list(keys[first : first + 500])
+            out.update(db.execute(f"{query} ({','.join('?' * len(batch))})", batch).fetchall())
+        return out
+
+    def _read(self, path: str, held: str | None) -> Read:
+        """(kind, slug, filename) of the document at ``path`` (None: not one this index keeps), its
+        hash now (None: gone) and, when it is not the one held (``held``), (title, passages, status, reason)."""
         found = _document(path, self.embedder is not None)
-        digest = self.host.storage.hash(path) if found is not None else None
-        made = None
-        if found is not None and digest is not None and self._indexed_hash(path) != digest:
-            try:
-                made = self._passages_of(path, *found)
-            except NotFound:  # deleted since
-                digest = None
-        gone = found is None or digest is None
-        with self.db.transaction(mark=gone or made is not None) as db:
-            if gone:
-                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-                db.execute("DELETE FROM docs WHERE path = ?", (path,))
-            elif found is not None and made is not None:
-                kind, slug, filename = found
-                title, pieces, vectors, status, reason = made
-                db.execute("DELETE FROM chunks WHERE path = ?", (path,))
-                db.executemany(
-                    "INSERT INTO chunks (path, start, text, vector) VALUES (?, ?, ?, ?)",
-                    [
-                        (path, start, piece, np.asarray(vectors[i], dtype=np.float32).tobytes() if vectors is not None else b"")
-                        for i, (start, piece) in enumerate(pieces)
-                    ],
-                )
-                db.execute(
-                    "INSERT OR REPLACE INTO docs (path, hash, kind, slug, filename, namespace, title, status, reason) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (path, digest, kind, slug, filename, slug.split("/", 1)[0], title, status, reason),
-                )
-            db.execute("DELETE FROM pending WHERE path = ? AND ask = ?", (path, ask))
+        if found is None:
+            return None, None, None
+        digest: str | None
+        try:
+            if found[0] == "page":  # one look-up for the bytes and their hash
+                data, digest = self.host.storage.read_with_hash(path)
+                if digest == held:
+                    return found, digest, None
+                title, text, status, reason = self._page_text(found[1], data)
+            else:  # the hash first: an unchanged attachment is neither read nor extracted again
+                digest = self.host.storage.hash(path)
+                if digest is None or digest == held:
+                    return found, digest, None
+                title, text, status, reason = self._text(path, *found)
+        except NotFound:  # deleted since
+            return found, None, None
+        return found, digest, (title, self._pieces(found[0], title, text, status), status, reason)
 
-    def _indexed_hash(self, path: str) -> str | None:
-        with self.db.guard() as db:
-            row = db.execute("SELECT hash FROM docs WHERE path = ?", (path,)).fetchone()
-        return row[0] if row else None
+    def _write(self, made: list[tuple[str, int, *Read]], vectors: Vectors | None) -> None:
+        """One transaction for a step's documents: each indexed anew (its vectors in the records
+        it is given), or dropped when gone; each then no longer pending unless handed over again
+        meanwhile. Records are written before the commit (a search meets them only once the
+        passages are committed) and freed after it (a search may meet a freed one until then)."""
+        changed = any(digest is None or got is not None for _, _, _, digest, got in made)
+        freed: list[int] = []
+        records: list[tuple[list[int], tuple[int, int], int, int]] = []  # (slots, rows of vectors, namespace, kind)
+        row = 0
+        with self.db.transaction(mark=changed) as db:
+            token = self._token(db) if self.vectors is not None and changed else None
+            for path, ask, found, digest, got in made:
+                if digest is None or got is not None:
+                    freed += [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+                    db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+                if digest is None:
+                    db.execute("DELETE FROM docs WHERE path = ?", (path,))
+                elif found is not None and got is not None:
+                    kind, slug, filename = found
+                    title, pieces, status, reason = got
+                    namespace = slug.split("/", 1)[0]
+                    # a page's passages are found by meaning only (its words: the search backend), so keep no text
+                    texts = [piece if kind == "attachment" else "" for _, piece in pieces]
+                    if token is not None and vectors is not None and pieces:
+                        slots = self._slots(db, len(pieces))
+                        records.append((slots, (row, row + len(pieces)), self._code(db, token, namespace), KINDS[kind]))
+                        db.executemany("INSERT INTO chunks (id, path, start, text) VALUES (?, ?, ?, ?)",
+                                       [(slot, path, start, text) for slot, (start, _), text in zip(slots, pieces, texts, strict=True)])  # fmt: skip
+                    else:
+                        db.executemany("INSERT INTO chunks (path, start, text) VALUES (?, ?, ?)",
+                                       [(path, start, text) for (start, _), text in zip(pieces, texts, strict=True)])  # fmt: skip
+                    row += len(pieces)
+                    db.execute(
+                        "INSERT OR REPLACE INTO docs (path, hash, kind, slug, filename, namespace, title, status, reason) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (path, digest, kind, slug, filename, namespace, title, status, reason),
+                    )
+                db.execute("DELETE FROM pending WHERE path = ? AND ask = ?", (path, ask))
+            if records and self.vectors is not None and vectors is not None:
+                self.vectors.write(
+                    [slot for slots, *_ in records for slot in slots],
+                    np.concatenate([vectors[first:last] for _, (first, last), *_ in records]),
+                    [code for slots, _, code, _ in records for _ in slots],
+                    [kind for slots, _, _, kind in records for _ in slots],
+                )
+            if freed and self.vectors is not None:
+                db.executemany("INSERT OR IGNORE INTO free (slot) VALUES (?)", [(slot,) for slot in freed])
+        if freed and self.vectors is not None and token is not None:
+            self.vectors.free(freed)
 
-    def _passages_of(
-        self, path: str, kind: Kind, slug: str, filename: str
-    ) -> tuple[str, list[tuple[int, str]], Vectors | None, str, str]:
-        """(title, passages (offset, text), their vectors, status, reason) of the document at ``path``."""
-        title, text, status, reason = self._text(path, kind, slug, filename)
+    def _token(self, db: sqlite3.Connection) -> str:
+        """The vectors file's token (in the writing transaction): a new file when the index has
+        none yet; one that went missing while passages it held are indexed is made anew, and every
+        document embedded again (the file's records cannot be told from storage)."""
+        assert self.vectors is not None
+        row = db.execute("SELECT value FROM meta WHERE key = 'vectors'").fetchone()
+        if row is not None and self.vectors.matches(row[0]):
+            return str(row[0])
+        if row is not None and db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None:
+            log.warning("passage index: %s went missing; embedding every document again", self.vectors.path)
+            db.execute("INSERT INTO pending (path, ask) SELECT path, 0 FROM docs WHERE true ON CONFLICT (path) DO NOTHING")
+            for table in ("chunks", "docs", "free", "namespaces"):
+                db.execute(f"DELETE FROM {table}")
+        return self._new_vectors(db)
+
+    def _new_vectors(self, db: sqlite3.Connection) -> str:
+        """A new, empty vectors file, recorded in the writing transaction."""
+        assert self.vectors is not None
+        token = self.vectors.create()
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vectors', ?)", (token,))
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('slots', '0')")
+        db.execute("DELETE FROM free")
+        self._codes = {}
+        return token
+
+    @staticmethod
+    def _slots(db: sqlite3.Connection, count: int) -> list[int]:
+        """``count`` records of the vectors file for new passages: free ones first, then new ones at its end."""
+        slots = [r[0] for r in db.execute("SELECT slot FROM free ORDER BY slot LIMIT ?", (count,))]
+        if slots:
+            db.execute("DELETE FROM free WHERE slot <= ?", (slots[-1],))
+        if len(slots) < count:
+            end = int(db.execute("SELECT coalesce((SELECT value FROM meta WHERE key = 'slots'), 0)").fetchone()[0])
+            slots += range(end, end + count - len(slots))
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('slots', ?)", (str(slots[-1] + 1),))
+        return slots
+
+    def _code(self, db: sqlite3.Connection, token: str, namespace: str) -> int:
+        """The number of ``namespace`` in the vectors file ``token`` (given one in the writing transaction)."""
+        codes = self._namespace_codes(db, token)
+        if namespace not in codes:
+            db.execute("INSERT OR IGNORE INTO namespaces (name) VALUES (?)", (namespace,))
+            codes[namespace] = int(db.execute("SELECT code FROM namespaces WHERE name = ?", (namespace,)).fetchone()[0])
+        return codes[namespace]
+
+    def _namespace_codes(self, db: sqlite3.Connection, token: str, wanted: Collection[str] = ()) -> dict[str, int]:
+        """Namespace -> its number in the vectors file ``token``, read again when it is another file
+        than last time or a namespace ``wanted`` is not known yet (numbers, once given, stay)."""
+        known = self._codes.get(token)
+        if known is None or any(name not in known for name in wanted):
+            self._codes = {token: dict(db.execute("SELECT name, code FROM namespaces").fetchall())}
+            known = self._codes[token]
+        return known
+
+    @staticmethod
+    def _pieces(kind: Kind, title: str, text: str, status: str) -> list[tuple[int, str]]:
+        """The passages (offset, text) of a document: a page's with its title, which is part of what it means."""
         pieces = split_passages(text) if status == "extracted" else []
-        if kind == "page":  # the title is part of what a page means
+        if kind == "page":
             pieces = [(start, f"{title}\n{piece}") for start, piece in pieces] or [(0, title)]
-        vectors = self.embedder.embed([piece for _, piece in pieces]) if pieces and self.embedder is not None else None
-        return title, pieces, vectors, status, reason
+        return pieces
+
+    @staticmethod
+    def _page_text(slug: str, data: bytes) -> tuple[str, str, str, str]:
+        """(title, text, status, reason) of the page ``slug`` stored as ``data``."""
+        page = Page.from_bytes(slug, data)
+        return page.title or slug, page.body, "extracted", ""
 
     def _text(self, path: str, kind: Kind, slug: str, filename: str) -> tuple[str, str, str, str]:
         """(title, text, status, reason) of the document at ``path``."""
         if kind == "page":
-            page = Page.from_bytes(slug, self.host.storage.read(path))
-            return page.title or slug, page.body, "extracted", ""
+            return self._page_text(slug, self.host.storage.read(path))
         data, digest = self.host.storage.read_with_hash(path)
         got = self.host.extraction.text(data, digest, sniff(data, filename))
         return filename, got.text, got.status, got.reason
@@ -404,14 +638,26 @@ class PassageIndex(DerivedIndex):
         with self.db.guard() as db:
             return int(db.execute("SELECT count(*) FROM pending").fetchone()[0])
 
-    def status(self) -> dict[str, int | str]:
-        """The embedder, the documents and passages indexed, and the documents still pending."""
+    def status(self) -> dict[str, int | float | str]:
+        """The embedder, the documents and passages indexed, the documents still pending, and
+        ``per_second``, the documents indexed a second by the last round that indexed any (0: none yet)."""
         with self.db.guard() as db:
             documents, passages, pending = (
                 db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("docs", "chunks", "pending")
             )
+            pace = db.execute("SELECT value FROM meta WHERE key = 'pace'").fetchone()
         return {"embedder": self.embedder.name if self.embedder is not None else "", "documents": documents,
-                "passages": passages, "pending": pending}  # fmt: skip
+                "passages": passages, "pending": pending, "per_second": float(pace[0]) if pace else 0.0}  # fmt: skip
+
+    def progress(self) -> dict[str, int | float] | None:
+        """While documents are pending: how many are indexed, how many wait, and the pace (what
+        ``/_/health`` shows); None when none wait (one count of a small table)."""
+        with self.db.guard() as db:
+            pending = int(db.execute("SELECT count(*) FROM pending").fetchone()[0])
+        if not pending:
+            return None
+        state = self.status()
+        return {"documents": int(state["documents"]), "pending": int(state["pending"]), "per_second": float(state["per_second"])}
 
     # --- what searches check their answers against -------------------------------------------
 
@@ -466,25 +712,20 @@ class PassageIndex(DerivedIndex):
 
     # --- searching -----------------------------------------------------------------------
 
-    def _vectors(self, db: sqlite3.Connection) -> _Matrix:
-        """Every passage vector, loaded again only when the file or its generation changed."""
-        if self.embedder is None:
-            return _Matrix([], 0)
-        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        key = (file_id(self.path), meta.get("generation"))
-        cached = self._matrix
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        rows = (
-            db.execute(
-                "SELECT chunks.id, docs.kind, docs.namespace, chunks.path, chunks.vector FROM chunks JOIN docs USING (path)"
-            ).fetchall()
-            if meta.get("embedder") == self.signature  # else another embedder's, until the thread empties it
-            else []
-        )
-        matrix = _Matrix(rows, self.embedder.dimensions)
-        self._matrix = (key, matrix)
-        return matrix
+    def _records(self, db: sqlite3.Connection) -> tuple[np.ndarray, str | None]:
+        """The vectors file's records (mapped, not loaded: see :class:`VectorFile`) and its token;
+        none while the file holds another embedder's vectors (until the thread empties it)."""
+        if self.vectors is None:
+            return np.zeros(0, dtype=record_type(0)), None
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'vectors')").fetchall())
+        token = meta.get("vectors") if meta.get("embedder") == self.signature else None
+        return self.vectors.records(token), token
+
+    def has(self, kind: Kind) -> bool:
+        """Whether the index holds any document of ``kind`` (one look-up): a wiki without attachments
+        spends nothing on searching their passages."""
+        with self.db.guard() as db:
+            return db.execute("SELECT 1 FROM docs WHERE kind = ? LIMIT 1", (kind,)).fetchone() is not None
 
     def search(
         self,
@@ -515,32 +756,50 @@ class PassageIndex(DerivedIndex):
                     fused[rowid] = fused.get(rowid, 0.0) + 1 / (RRF_K + rank + 1)
                     paths[rowid] = path
             if "meaning" in modes and self.embedder is not None:
-                matrix = self._vectors(db)
                 least = self.embedder.relevant if floor is None else floor
-                near = self._near(matrix, self.embedder.embed_query(query), kind, namespaces, least)
-                for rank, (i, _similarity) in enumerate(islice(near, CANDIDATES)):
-                    rowid = int(matrix.ids[i])
-                    fused[rowid] = fused.get(rowid, 0.0) + 1 / (RRF_K + rank + 1)
-                    paths[rowid] = str(matrix.paths[i])
+                near = list(islice(self._near(db, self.embedder.embed_query(query), kind, namespaces, least), CANDIDATES))
+                found = self._lookup(db, "SELECT id, path FROM chunks WHERE id IN", [slot for slot, _ in near])
+                for rank, (slot, _similarity) in enumerate(near):
+                    if slot in found:  # else written by a step not committed yet
+                        fused[slot] = fused.get(slot, 0.0) + 1 / (RRF_K + rank + 1)
+                        paths[slot] = found[slot]
             holds = self._holds()
             ranked = sorted(fused.items(), key=lambda item: -item[1])
             best = list(islice((item for item in ranked if holds(paths[item[0]])), limit))
             return self._passages(db, best)
 
-    @staticmethod
     def _near(
-        matrix: _Matrix, vector: Vectors, kind: Kind, namespaces: Collection[str] | None, least: float, exclude: str = ""
+        self, db: sqlite3.Connection, vector: Vectors, kind: Kind, namespaces: Collection[str] | None, least: float,
+        exclude: Collection[int] = (),
     ) -> Iterator[tuple[int, float]]:
-        """(row of ``matrix``, similarity) of the passages of ``kind`` documents in ``namespaces``
-        at least ``least`` similar to ``vector`` (but not those of the document at ``exclude``),
-        nearest first."""
-        keep = np.flatnonzero(matrix.mask(kind, namespaces) & (matrix.paths != exclude))
-        if not len(keep):
+        """(passage id, similarity) of the passages of ``kind`` documents in ``namespaces`` at least
+        ``least`` similar to ``vector`` (but not the passages ``exclude``), nearest first."""
+        records, token = self._records(db)
+        if not len(records) or token is None:
             return
-        sims = matrix.vectors[keep] @ vector
+        keep = records["kind"] == KINDS[kind]
+        if namespaces is not None:
+            codes = self._namespace_codes(db, token, namespaces)
+            keep &= np.isin(records["namespace"], [codes[n] for n in namespaces if n in codes])
+        if exclude:
+            keep[[slot for slot in exclude if slot < len(keep)]] = False
+        slots = np.flatnonzero(keep)
+        sims = np.empty(len(slots), dtype=np.float32)
+        quantised, scale = quantise(np.asarray(vector, dtype=np.float32).reshape(1, -1))
+        query, query_scale = quantised[0], float(scale[0])
+        whole = len(slots) > len(records) // 2  # most records: read them in order, no gathering
+        for first in range(0, len(slots) if not whole else len(records), BLOCK):
+            # int8 against int8, summed in int32: no float copy of the vectors
+            block = records[first : first + BLOCK] if whole else records[slots[first : first + BLOCK]]
+            dots = np.einsum("ij,j->i", block["vector"], query, dtype=np.int32) * (block["scale"] * query_scale)
+            if whole:  # the kept slots in this block: a run of the sorted slots
+                low, high = np.searchsorted(slots, (first, first + BLOCK))
+                sims[low:high] = dots[slots[low:high] - first]
+            else:
+                sims[first : first + BLOCK] = dots
         close = np.flatnonzero(sims >= least)
         for j in close[np.argsort(-sims[close], kind="stable")]:
-            yield int(keep[j]), float(sims[j])
+            yield int(slots[j]), float(sims[j])
 
     @staticmethod
     def _scope(kind: Kind, namespaces: Collection[str] | None) -> tuple[str, list[str]]:
@@ -571,14 +830,20 @@ class PassageIndex(DerivedIndex):
         those storage holds now), nearest first."""
         holds = self._holds()
         with self.db.guard() as db:
-            matrix = self._vectors(db)
+            skip = [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (exclude,))] if exclude else []
             best: dict[str, float] = {}
-            for i, similarity in self._near(matrix, vector, kind, namespaces, least, exclude):
-                path = str(matrix.paths[i])
-                if path not in best and holds(path):
-                    best[path] = similarity
-                    if len(best) == limit:
-                        break
+            near = self._near(db, vector, kind, namespaces, least, skip)
+            while len(best) < limit:
+                batch = list(islice(near, 4 * limit))  # the paths of the nearest passages, a batch at a time
+                if not batch:
+                    break
+                found = self._lookup(db, "SELECT id, path FROM chunks WHERE id IN", [slot for slot, _ in batch])
+                for slot, similarity in batch:
+                    path = found.get(slot)
+                    if path is not None and path != exclude and path not in best and holds(path):
+                        best[path] = similarity
+                        if len(best) == limit:
+                            break
             if not best:
                 return []
             docs: dict[str, tuple[Kind, str, str, str]] = {
@@ -595,14 +860,22 @@ class PassageIndex(DerivedIndex):
         if self.embedder is None:
             return None
         with self.db.guard() as db:
-            rows = db.execute("SELECT vector FROM chunks WHERE path = ?", (path,)).fetchall()
-        if not rows:
+            slots = [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+            records, token = self._records(db)
+        slots = [slot for slot in slots if slot < len(records)]
+        if not slots or token is None:
             return None
-        mean = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), -1).mean(axis=0)
+        found = records[slots]
+        found = found[found["kind"] != 0]
+        if not len(found):
+            return None
+        mean = (found["vector"].astype(np.float32) * found["scale"][:, None]).mean(axis=0)
         norm = float(np.linalg.norm(mean))
         return mean / norm if norm else mean
 
     def close(self) -> None:
-        """Stop the background thread (after the document it is at) and close the file."""
+        """Stop the background thread (after the document it is at) and close the files."""
         self._worker.stop(finish=False)
         self.db.close()
+        if self.vectors is not None:
+            self.vectors.close()

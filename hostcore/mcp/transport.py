@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -169,12 +170,18 @@ def liveness() -> Response:
     request since; one look at a marker file): nobody can sign in or use a token here until it is
     repaired, though public pages are still served. ``rebuilding`` (200) while a derived index is
     rebuilt from storage (a look at each one's marker file): the reads that need it answer
-    ``unavailable`` meanwhile."""
+    ``unavailable`` meanwhile. ``passages`` while the passage index has documents waiting to be
+    indexed (embedded): how many are indexed, how many wait, and the pace (documents a second);
+    one count of a small table when none wait."""
     host = host_of()
     body: dict[str, Any] = {"status": "ok", "storage": host.config["STORAGE"], "shared": host.shared.name}
     rebuilding = host.indexes.rebuilding(progress=False)
     if rebuilding:  # still 200: the worker serves, and a restart would only start the rebuild again
         body.update(status="rebuilding", rebuilding=rebuilding)
+    with suppress(Exception):  # a damaged passage index is repaired by the reads that meet it, not here
+        embedding = host.passages.progress()
+        if embedding is not None:  # still "ok": searches answer meanwhile, from what is indexed
+            body["passages"] = embedding
     problem = host.shared.damage()
     if problem is not None:
         body.update(status="damaged", problems=[problem])

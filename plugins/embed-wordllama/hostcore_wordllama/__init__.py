@@ -1,53 +1,145 @@
 """The default embedder: WordLlama's ``l2_supercat`` 256-dimension static model, offline.
 
 Enable with ``PLUGINS = [..., "wordllama"]`` and ``EMBEDDER = "wordllama"`` (``hostcore init``
-does both). The model's weights (16 MB) and tokenizer come inside the ``wordllama`` wheel and are
-read from there; nothing is fetched at run time. (``WordLlama.load()`` looks for the tokenizer
+does both). The model's weights (16 MB, float16) and tokenizer come inside the ``wordllama`` wheel
+and are read from there, the weights memory-mapped as stored (:func:`mapped_table`), so every
+worker shares one copy; nothing is fetched at run time. (``WordLlama.load()`` looks for the tokenizer
 in a folder the wheel does not have and would then try to download it, so the files are opened
 directly.) A static model embeds by averaging token vectors, cheap enough for a background
 thread on one core and for a query's vector while the caller waits (``bench/document_search.py``
-measures both).
+and ``bench/passage_catch_up.py`` measure both).
+
+The tokenizer is a SentencePiece BPE without a pre-tokenizer: asked for a passage, it merges over
+the whole passage at once, which cost most of the embedding (bench/passage_catch_up.py). Its
+merges never cross a space, so each space-separated word is tokenized alone here, once per
+process (:class:`Words`), and a passage's vector is the mean of its words' token vectors: the same
+tokens, hence the same vector (texts of spaces only aside), at a fraction of the cost. WordLlama's
+own model object (:func:`load_model`) is never built to embed: it holds a float32 copy of the table.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from hostcore import Embedder, StartupError, Vectors, hookimpl, unit_rows
 
 WEIGHTS = "weights/l2_supercat_256.safetensors"
 TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+BATCH = 256  # texts embedded at once
 
 _model: Any = None
+_words: Words | None = None
 _loading = threading.Lock()
+_PIECE = re.compile(r" *[^ ]+| +$")
+MAX_WORDS = 50_000  # words whose tokens a process keeps (a few MB); past it the cache starts again
+
+
+def model_folder() -> Path:
+    """The ``wordllama`` package's folder, checked to hold the model's files."""
+    root = Path(_import_wordllama().__file__).parent
+    missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
+    if missing:
+        raise StartupError(
+            f"the wordllama package at {root} lacks {', '.join(missing)}; install the version "
+            "hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')"
+        )
+    return root
 
 
 def load_model() -> Any:
-    """The WordLlama model of this process, loaded from the wheel's files on first use."""
+    """WordLlama's own model object of this process (what :class:`Words` gives the same vectors as),
+    loaded from the wheel's files on first use."""
     global _model
     with _loading:
         if _model is None:
             from safetensors import safe_open
             from tokenizers import Tokenizer
 
-            wordllama = _import_wordllama()
-            root = Path(wordllama.__file__).parent
-            missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
-            if missing:
-                raise StartupError(
-                    f"the wordllama package at {root} lacks {', '.join(missing)}; install the version "
-                    "hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')"
-                )
+            root = model_folder()
             with safe_open(str(root / WEIGHTS), framework="np", device="cpu") as f:
                 weights = f.get_tensor("embedding.weight")
-            _model = wordllama.inference.WordLlamaInference(weights, Tokenizer.from_file(str(root / TOKENIZER)))
+            _model = _import_wordllama().inference.WordLlamaInference(weights, Tokenizer.from_file(str(root / TOKENIZER)))
     return _model
+
+
+def mapped_table(path: Path, name: str = "embedding.weight") -> npt.NDArray[Any]:
+    """The tensor ``name`` of the safetensors file ``path``, memory-mapped read-only as stored
+    (float16 here): the page cache holds it once for every worker, where a float32 copy cost
+    each worker twice the file."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    entry = header[name]
+    first = entry["data_offsets"][0]
+    dtype = np.dtype({"F16": "<f2", "F32": "<f4"}[entry["dtype"]])
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + first, shape=tuple(entry["shape"]))
+
+
+class Words:
+    """The token ids of each space-separated word, tokenized once (see the module's docstring),
+    and the sum of a text's token vectors from them."""
+
+    def __init__(self, limit: int = MAX_WORDS) -> None:
+        from tokenizers import Tokenizer
+
+        root = model_folder()
+        self.tokenizer = Tokenizer.from_file(str(root / TOKENIZER))
+        self.table, self.limit = mapped_table(root / WEIGHTS), limit
+        self.clip = self.tokenizer.get_vocab_size() > self.table.shape[0]
+        self.ids: dict[str, list[int]] = {}
+        self._space = self.tokenizer.token_to_id("\u2581")  # a lone trailing space: the tokenizer gives nothing for ""
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def pieces(text: str) -> list[str]:
+        """``text`` cut before each word, a word's run of spaces going with it as the tokenizer
+        sees them (it turns a space into the ``▁`` mark and puts one before the text): each piece,
+        tokenized alone, gives the tokens the whole text gives there."""
+        found = _PIECE.findall(text)
+        return found[:1] + [piece[1:] for piece in found[1:]]
+
+    def tokens(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids, as the model's tokenizer gives them for the whole text."""
+        split = [self.pieces(text) for text in texts]
+        with self._lock:
+            if len(self.ids) > self.limit or not self.ids:
+                self.ids = {"": [self._space] if self._space is not None else []}
+            ids = self.ids
+            new = list({word for words in split for word in words if word not in ids})
+            if new:
+                for word, encoding in zip(new, self.tokenizer.encode_batch_fast(new, add_special_tokens=False), strict=True):
+                    ids[word] = encoding.ids
+            return [[token for word in words for token in ids[word]] for words in split]
+
+    def sums(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The sum of each text's token vectors (zeros for a text without tokens)."""
+        out = np.zeros((len(texts), self.table.shape[1]), dtype=np.float32)
+        table, rows = self.table, self.table.shape[0]
+        for row, tokens in enumerate(self.tokens(texts)):
+            if tokens:  # one text at a time: numpy's reduceat over a whole batch was far slower
+                ids = np.fromiter(tokens, dtype=np.intp, count=len(tokens))
+                if self.clip:  # a token the table has no row for: its last row, as the model does
+                    np.minimum(ids, rows - 1, out=ids)
+                np.add.reduce(table.take(ids, axis=0), axis=0, dtype=np.float32, out=out[row])
+        return out
+
+
+def words() -> Words:
+    """This process's :class:`Words` over the model."""
+    global _words
+    with _loading:
+        if _words is None:
+            _words = Words()
+        return _words
 
 
 def _import_wordllama() -> Any:
@@ -75,12 +167,13 @@ class WordLlamaEmbedder(Embedder):
     relevant = 0.25
 
     def load(self) -> None:
-        load_model()
+        words()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return unit_rows(np.zeros((0, self.dimensions)))
-        return unit_rows(load_model().embed(list(texts), norm=False))
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for first in range(0, len(texts), BATCH):  # bounds the token vectors gathered at once
+            out[first : first + BATCH] = words().sums(texts[first : first + BATCH])
+        return unit_rows(out)
 
 
 @hookimpl
