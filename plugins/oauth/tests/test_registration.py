@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import sqlite3
-import time
 
 import pytest
 from hostcore_oauth.registration import MAX_BYTES, MAX_REDIRECT_URIS, MAX_TEXT, MAX_URI
@@ -16,6 +15,7 @@ from oauthflow import authorize_url, connect, pkce, refresh
 from test_oauth import make_app
 
 from hostcore import create_app
+from hostcore.testing import FakeClock
 
 VALID = "https://app.example/cb"
 
@@ -145,10 +145,11 @@ def test_a_client_that_never_completes_an_authorization_expires(tmp_path):
     """Registered and never used: gone after pending_client_seconds (a day by default), from the
     disk too; one that obtained a token lives as long as its grant."""
     app = make_app(tmp_path, pending_client_seconds=2)
+    app.extensions["hostcore"].shared.clock = clock = FakeClock()
     client = app.test_client()
     unused = post(client, {"client_name": "Unused", "redirect_uris": [VALID], "token_endpoint_auth_method": "none"}).json
     used, tokens = connect(client)
-    time.sleep(2.5)
+    clock.advance(2.5)
     assert client.get(authorize_url(unused["client_id"], VALID, pkce()[1])).status_code == 400  # unknown client
     assert refresh(client, used, tokens["refresh_token"]).status_code == 200
     assert stored_clients(client.application) == 2  # expired, but its bytes are still in the file ...
