@@ -328,12 +328,13 @@ def writers_phase(servers: list[Server], args: argparse.Namespace, figures: Figu
     """``--writers`` writers on each server in turns, ``--rounds`` rounds; saves/s and p50/p99."""
     say(f"\n  saves: {args.writers} writers, each its own page in notes/, {args.seconds:g} s per run, servers in turns")
     results: dict[str, list[tuple[list[float], float]]] = {s.name: [] for s in servers}
+    run = time.strftime("%H%M%S")  # new pages each run: a kept instance holds the last run's
     for round_ in range(args.writer_rounds):
         for server in servers[round_ % 2 :] + servers[: round_ % 2]:
             git_dir = server.instance / "wiki"
             before, cpu = int(git(git_dir, "rev-list", "--count", "HEAD")), server_cpu(server.proc.pid)
             latencies, _firsts, wall, last = run_load(
-                server.base + "/_/mcp", server.token, f"r{round_}", args.writers, args.seconds, 10**6
+                server.base + "/_/mcp", server.token, f"r{run}-{round_}", args.writers, args.seconds, 10**6
             )
             report(f"  {server.name} round {round_ + 1}", latencies, wall)
             say(
