@@ -25,16 +25,8 @@ from hostcore.cli import main
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
-from hostcore.indexes.passages import (
-    CHUNK_CHARS,
-    HEADER,
-    excerpt,
-    listed_documents,
-    quantise,
-    query_words,
-    record_type,
-    split_passages,
-)
+from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, query_words, split_passages
+from hostcore.indexes.vectors import HEADER, quantise, record_type
 
 from .conftest import principal
 
