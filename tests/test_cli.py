@@ -1,3 +1,4 @@
+import os
 import re
 import subprocess
 import sys
@@ -260,3 +261,37 @@ def test_the_server_parent_prepares_what_every_worker_would_repeat(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "instance")], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "True", "True"]
+
+
+ARENA_PROBE = """
+import ctypes, sys, tempfile, threading
+from hostcore.cli.arenas import cap_malloc_arenas
+print(cap_malloc_arenas())
+barrier = threading.Barrier(8)
+def work():
+    barrier.wait()
+    for _ in range(50):
+        kept = [bytearray(4000) for _ in range(200)]
+        del kept
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+with tempfile.NamedTemporaryFile() as out:
+    f = libc.fopen(out.name.encode(), b"w")
+    libc.malloc_info(0, ctypes.c_void_p(f))
+    libc.fclose(ctypes.c_void_p(f))
+    print(open(out.name).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.parametrize(("operator", "cap", "most"), [(None, "2", 2), ("8", "None", 8)])
+def test_serve_caps_malloc_arenas_unless_the_operator_set_them(operator, cap, most):
+    """Eight threads allocating at once get glibc arenas of their own, each keeping its peak;
+    capped as `hostcore serve` caps them, they share two. MALLOC_ARENA_MAX stands when set."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"} | ({"MALLOC_ARENA_MAX": operator} if operator else {})
+    said, arenas = subprocess.run([sys.executable, "-c", ARENA_PROBE], capture_output=True, text=True, check=True, env=env).stdout.split()
+    assert said == cap and 1 <= int(arenas) <= most
+    if operator:
+        assert int(arenas) > 2  # what the cap saves: without it the threads took more

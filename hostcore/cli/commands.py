@@ -261,7 +261,10 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     from gunicorn.app.base import BaseApplication
 
     from hostcore.app import build_host, prepare_workers, serving_app
+    from hostcore.cli.arenas import cap_malloc_arenas
     from hostcore.cli.workers import SETTINGS as BALANCED
+
+    cap_malloc_arenas()  # before anything allocates in threads: the workers inherit the cap
 
     instance = obj.instance
     derived = public_url_of_bind(bind)
