@@ -80,6 +80,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 TREE_CACHE_LIMIT = 64 * 1024 * 1024  # largest tree object libgit2 may keep parsed in its cache
+CACHE_MAX_SIZE = 32 * 1024 * 1024  # all it keeps parsed, per process (libgit2's default: 256 MiB)
 # A live git process holds a ref lock for milliseconds; one this old was left by a killed process.
 STALE_REF_LOCK = 5.0
 _REF_LOCK_WAIT = 2 * STALE_REF_LOCK
@@ -125,6 +126,10 @@ class GitStorage(Storage):
         # libgit2 caches no tree over 4 KB by default, so every read in a folder of thousands of
         # pages re-parsed that folder's tree, where a cached tree is found at once.
         pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
+        # Each save makes a new version of its folder's tree, and reads parse it: without a smaller
+        # bound a worker kept a quarter of a gigabyte of folder versions only the newest of which
+        # is read again.
+        pygit2.settings.cache_max_size(CACHE_MAX_SIZE)
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(self.root / "hostcore.lock")
         self._local = threading.local()

@@ -171,3 +171,15 @@ def test_a_process_works_out_the_trees_another_one_committed_from_the_history_in
     assert_fsck_clean(tmp_path / "repo")
     first.close()
     second.close()
+
+
+def test_versions_of_a_big_folder_do_not_fill_the_memory_of_a_worker(storage: GitStorage) -> None:
+    """Each save in a folder of thousands of pages makes a new version of its tree, which reads
+    parse and libgit2 caches: its cache is bounded so that old versions go, not the memory."""
+    storage.apply([Put(f"ns/page-{n:05}.md", b"x") for n in range(3000)], Change("ann", "import"))
+    for n in range(160):
+        storage.apply([Put(f"ns/page-{n:05}.md", f"v{n}".encode())], Change("ann", f"save {n}"))
+        assert storage.read(f"ns/page-{n:05}.md") == f"v{n}".encode()
+        storage.read(f"ns/page-{(n * 7) % 3000:05}.md")
+    held, bound = pygit2.settings.cached_memory
+    assert bound == storage_module.CACHE_MAX_SIZE and held <= bound
