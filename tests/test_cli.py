@@ -228,9 +228,10 @@ def test_a_worker_held_back_by_the_board_looks_again_soon(monkeypatch):
     assert waits == [1.0, HELD_BACK_WAIT, 1.0]
 
 
-def test_help_imports_no_storage_search_model_or_web_library():
+def test_help_imports_no_storage_search_model_or_web_library(tmp_path):
     """`hostcore --help` (and a mistyped command) answers at once: none of git, numpy, the
-    embedder, Flask, pydantic or the MCP SDK is imported for it, only click and the commands."""
+    embedder, Flask, pydantic or the MCP SDK is imported for it, only click and the commands.
+    Run where no instance is (an ./instance, as `make serve` leaves, adds its plugins' commands)."""
     code = (
         "import sys\n"
         "from hostcore.cli import run\n"
@@ -239,7 +240,8 @@ def test_help_imports_no_storage_search_model_or_web_library():
         "heavy = ('pygit2', 'numpy', 'wordllama', 'tantivy', 'flask', 'pydantic', 'mcp', 'gunicorn', 'authlib', 'markdown_it')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "HOSTCORE_INSTANCE"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=env)
     assert "Usage: hostcore" in done.stdout
     assert done.stdout.splitlines()[-1] == "[]"
 
