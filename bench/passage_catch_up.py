@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import percentiles, timed  # bench/timing.py beside this script
 
 from hostcore import Change, Put
 from hostcore.app import build_host
@@ -75,10 +76,8 @@ def worker(instance: Path, runs: int) -> None:
     wiki = host.wiki(SYSTEM)
     print(f"worker: RSS {start:.0f} MB bare, {rss_mb():.0f} MB with the host (PSS {rss_mb('Pss:'):.0f} MB)")
     for label, query in (("common", "river"), ("two words", "river zzzunknown"), ("nothing", "zzzunknown")):
-        p50, p95 = timed(lambda query=query: wiki.search(query), runs)
-        print(f"worker search {label:9}: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
-    p50, p95 = timed(lambda: wiki.similar_pages(slug(5)), max(5, runs // 5))
-    print(f"worker similar_pages: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+        print(f"worker search {label:9}: {percentiles(timed(lambda query=query: wiki.search(query), runs))}")
+    print(f"worker similar_pages: {percentiles(timed(lambda: wiki.similar_pages(slug(5)), max(5, runs // 5)))}")
     print(f"worker: RSS {rss_mb():.0f} MB after the searches (PSS {rss_mb('Pss:'):.0f} MB); load average {os.getloadavg()[0]:.2f}")
     host.close()
 
@@ -114,16 +113,6 @@ def model_cost(pages: list[bytes], sample: int) -> float:
             texts += [f"{page.title}\n{piece}" for _, piece in split_passages(page.body)]
         embedder.embed(texts)
     return len(chosen) / (time.perf_counter() - start)
-
-
-def timed(fn, runs: int) -> tuple[float, float]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(0.95 * (len(samples) - 1))]
 
 
 def main() -> None:
@@ -177,10 +166,8 @@ def main() -> None:
         wiki = host.wiki(SYSTEM)
         print(f"RSS before host {before:.0f} MB, after catch-up {rss_mb():.0f} MB")
         for label, query in (("common", "river"), ("rare", "Z777Q"), ("nothing", "zzzunknown")):
-            p50, p95 = timed(lambda query=query: wiki.search(query), args.runs)
-            print(f"search {label:8}: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
-        p50, p95 = timed(lambda: wiki.similar_pages(slug(5)), max(5, args.runs // 5))
-        print(f"similar_pages: p50 {p50:.2f} ms, p95 {p95:.2f} ms")
+            print(f"search {label:8}: {percentiles(timed(lambda query=query: wiki.search(query), args.runs))}")
+        print(f"similar_pages: {percentiles(timed(lambda: wiki.similar_pages(slug(5)), max(5, args.runs // 5)))}")
         print(f"RSS after searches {rss_mb():.0f} MB; load average {os.getloadavg()[0]:.2f}")
         host.close()
         subprocess.run([sys.executable, __file__, "--worker", str(instance), "--runs", str(args.runs)], check=True)
