@@ -359,7 +359,7 @@ def tools_(obj: CliContext, markdown: bool) -> None:
 
     host = build_host(obj.instance, start=False)
     if markdown:
-        click.echo(render(host.tools.values()), nl=False)
+        click.echo(render(host.tools.values(), host.resources.values(), host.prompts.values()), nl=False)
         return
     for t in host.tools.values():
         click.echo(f"{t.name}\t{t.scope}\t{t.title}")

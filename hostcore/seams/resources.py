@@ -1,10 +1,17 @@
 """MCP resources and prompts contributed by plugins: typed functions, like tools.
 
 ``@resource("scheme://path/{id}")`` makes a resource (a template when the URI has ``{name}``
-parts, which become the function's arguments). The function returns text, bytes, or an
-``mcp_types.ReadResourceResult``. ``@prompt`` makes a prompt from a typed function whose
-parameters are the prompt's arguments; it returns text (one user message), a list of
-``mcp_types.PromptMessage``, or an ``mcp_types.GetPromptResult``. Both take the same injected
+parts, which become the function's arguments, percent-decoded; ``{name}`` matches one path
+segment, ``{+name}`` several, as RFC 6570's reserved expansion writes them). The function returns
+text, bytes, a :class:`ResourceText` (text with its ``_meta``), or an
+``mcp_types.ReadResourceResult``. A template may list the resources it stands for: ``@r.lists``
+decorates ``fn(after, limit, *, wiki)`` returning up to ``limit`` :class:`ResourceEntry` (or
+``mcp_types.Resource``) whose URIs sort after ``after``, by URI, that the caller may read
+(``resources/list`` pages through them by the last URI given). ``@prompt`` makes a prompt from a typed function whose
+parameters are the prompt's arguments; it returns text (one user message), a list of user
+messages each text or a :class:`ResourceText` (an embedded resource), a list of
+``mcp_types.PromptMessage``, or an ``mcp_types.GetPromptResult``. The seam's own types let a
+plugin (and the core's tools layer) offer resources and prompts without the MCP SDK's types. Both take the same injected
 keyword-only parameters as tools (``wiki``, ``host``, ``principal``, ``ctx``) and a ``scope``.
 """
 
@@ -15,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from urllib.parse import unquote
 
 from pydantic.fields import FieldInfo
 
@@ -28,6 +36,38 @@ def _injected(fn: Callable[..., Any]) -> frozenset[str]:
     )
 
 
+@dataclass(frozen=True)
+class ResourceText:
+    """A resource's text as a resource function (or a prompt, embedding it) returns it: ``uri``
+    and ``mime_type`` default to the URI read and the resource's type; ``meta`` is its ``_meta``."""
+
+    text: str
+    uri: str | None = None
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ResourceEntry:
+    """One resource of a template's listing: its URI, name (e.g. the slug), title, media type,
+    last change (ISO 8601) and ``_meta``."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    mime_type: str | None = None
+    last_modified: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass
+class Listing(Injected):
+    """What lists a template's resources: ``fn(after, limit, *, wiki ...)``."""
+
+    fn: Callable[..., list[Any]]
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+
 @dataclass
 class Resource(Injected):
     fn: Callable[..., Any]
@@ -38,6 +78,12 @@ class Resource(Injected):
     mime_type: str
     scope: str
     inject: frozenset[str] = field(default_factory=frozenset)
+    listing: Listing | None = None
+
+    def lists(self, fn: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        """Make ``fn`` the lister of this template's resources (see the module's docstring)."""
+        self.listing = Listing(fn=fn, inject=_injected(fn))
+        return fn
 
     @property
     def is_template(self) -> bool:
@@ -47,9 +93,9 @@ class Resource(Injected):
         """The template's parameters when ``uri`` matches it, else None."""
         if not self.is_template:
             return {} if uri == self.uri else None
-        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.uri))
+        pattern = re.sub(r"\\\{(\\\+)?(\w+)\\\}", lambda m: f"(?P<{m[2]}>{'.+' if m[1] else '[^/]+'})", re.escape(self.uri))
         m = re.fullmatch(pattern, uri)
-        return m.groupdict() if m else None
+        return {k: unquote(v) for k, v in m.groupdict().items()} if m else None
 
 
 def resource(
