@@ -268,10 +268,11 @@ def _message(part: Any) -> types.PromptMessage:
 
 class McpEndpoint:
     """A WSGI app answering MCP at the path it is mounted on. The Flask view authenticates first
-    and puts the Principal in ``environ["hostcore.principal"]``. With ``principal`` every request
-    is that principal's (the stdio server, :mod:`hostcore.mcp.stdio`)."""
+    and puts the Principal in ``environ["hostcore.principal"]``. With ``principal``, each request's
+    principal is what it returns (the stdio server, :mod:`hostcore.mcp.stdio`, which serves one
+    token: it checks the token again for every request, so a revoked one stops working there too)."""
 
-    def __init__(self, host: Host, principal: Principal | None = None) -> None:
+    def __init__(self, host: Host, principal: Callable[[], Principal] | None = None) -> None:
         self.host = host
         self._fixed = principal
         self._input_schemas = {t.name: t.input_schema for t in host.tools.values()}
@@ -308,6 +309,12 @@ class McpEndpoint:
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         return self._bridge(environ, start_response)
+
+    async def serve(self, read_stream: Any, write_stream: Any, principal: Principal) -> None:
+        """Serve one connection over these streams (stdio's) until the reading side closes; the
+        instructions are ``principal``'s."""
+        _caller.set(principal)
+        await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
 
     def answer_one(self, environ: dict[str, Any], message: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         """(status, headers, body) of one message of a batch, POSTed with the batch's ``environ``
@@ -374,7 +381,7 @@ class McpEndpoint:
 
     def _principal(self, ctx: Any) -> Principal:
         environ = ctx.request.scope.get("wsgi_environ", {}) if ctx.request is not None else {}
-        principal = self._fixed or environ.get(PRINCIPAL_KEY)
+        principal = self._fixed() if self._fixed is not None else environ.get(PRINCIPAL_KEY)
         if principal is None:  # only reachable if the endpoint is mounted without the Flask view
             raise MCPError(types.INVALID_REQUEST, "not authenticated")
         return replace(principal, client=self._client(ctx, environ))
