@@ -439,33 +439,29 @@ class McpEndpoint:
         """The plain resources, then what each template's lister gives the caller (the wiki's pages),
         :data:`RESOURCES_PAGE` at a time; the cursor holds the listing and the last URI given, so a
         page of the list stays in place while resources come and go."""
-        principal = self._principal(ctx)
         listings = [r for r in self.host.resources.values() if r.listing is not None]
         cursor = params.cursor if params is not None else None
-        out: list[types.Resource] = []
-        index, after = 0, ""
-        if cursor is None:
+        index, after = _uncursor(cursor, len(listings)) if cursor is not None else (0, "")
+        try:
+            principal = self._principal(ctx)
             out = [
                 types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description or None, mime_type=r.mime_type)
                 for r in self.host.resources.values()
-                if not r.is_template and policy.may(principal, r.scope)
+                if cursor is None and not r.is_template and policy.may(principal, r.scope)
             ]
-        else:
-            index, after = _uncursor(cursor, len(listings))
-        wiki = self.host.wiki(principal)
-        for i in range(index, len(listings)):
-            r = listings[i]
-            room = max(RESOURCES_PAGE - len(out), 1)
-            if policy.may(principal, r.scope) and r.listing is not None:
+            wiki = self.host.wiki(principal)
+            for i in range(index, len(listings)):
+                listing = listings[i].listing
+                if listing is None or not policy.may(principal, listings[i].scope):
+                    continue
+                room = max(RESOURCES_PAGE - len(out), 1)
                 arguments = {"after": after if i == index else "", "limit": room + 1}
-                try:
-                    got = r.listing.fn(**r.listing.bind(arguments, wiki=wiki, host=self.host, principal=principal, ctx=ctx))
-                except HostcoreError as err:
-                    raise _rpc_error(err) from None
-                listed = [_entry(e) for e in got]
+                listed = [_entry(e) for e in listing.fn(**listing.bind(arguments, wiki=wiki, host=self.host, principal=principal, ctx=ctx))]
                 if len(listed) > room:
                     return types.ListResourcesResult(resources=[*out, *listed[:room]], next_cursor=_cursor(i, listed[room - 1].uri))
                 out += listed
+        except HostcoreError as err:
+            raise _rpc_error(err) from None
         return types.ListResourcesResult(resources=out)
 
     async def _list_resource_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
@@ -485,8 +481,8 @@ class McpEndpoint:
             args = r.match(uri)
             if args is None:
                 continue
-            principal = self._principal(ctx)
             try:
+                principal = self._principal(ctx)
                 policy.admit(principal, r.scope)
                 value = await self._invoke(r, ctx, principal, args)
             except HostcoreError as err:
@@ -529,8 +525,8 @@ class McpEndpoint:
         unknown = set(arguments) - {a.name for a in p.arguments}
         if missing or unknown:
             raise MCPError(types.INVALID_PARAMS, f"prompt {p.name}: missing {missing or 'none'}, unknown {sorted(unknown) or 'none'}")
-        principal = self._principal(ctx)
         try:
+            principal = self._principal(ctx)
             policy.admit(principal, p.scope)
             value = await self._invoke(p, ctx, principal, arguments)
         except HostcoreError as err:
