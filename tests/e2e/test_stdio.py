@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from hostcore import testing
 
@@ -135,3 +136,6 @@ async def test_a_token_revoked_meanwhile_stops_working_at_the_next_call(server, 
         server.cli("token", "revoke", name)
         refused = tool_error(await local.call_tool("read_guide", {}))
         assert refused["code"] == "unauthorized"
+        with pytest.raises(MCPError) as listed:
+            await local.list_resources()
+        assert listed.value.code == -32602 and listed.value.data["code"] == "unauthorized"
