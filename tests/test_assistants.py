@@ -309,3 +309,30 @@ def test_draft_page_follows_the_namespaces_template_and_guide(wiki_app):
     assert "notes/ideas/faster-saves" in text and "## Why\n\n## How" in text and "notes/guide" in text
     refused = rpc(wiki_app, "prompts/get", {"name": "draft_page", "arguments": {"namespace": "notes", "topic": "x"}}, "read")["error"]
     assert refused["code"] == -32602 and refused["data"]["code"] == "insufficient_scope"
+
+
+def test_page_and_namespace_arguments_complete_from_what_the_caller_may_read(wiki_app):
+    def complete(ref: dict[str, str], name: str, value: str, token: str) -> dict[str, Any]:
+        params = {"ref": ref, "argument": {"name": name, "value": value}}
+        return rpc(wiki_app, "completion/complete", params, token)["result"]["completion"]
+
+    template = {"type": "ref/resource", "uri": "hostcore://page/{+slug}"}
+    assert complete(template, "slug", "notes/p", "read")["values"] == [f"notes/p{i}" for i in range(7)]
+    assert complete(template, "slug", "", "team")["values"] == ["team/plan"]
+    assert complete(template, "slug", "notes/", "team")["values"] == []
+    summarise = {"type": "ref/prompt", "name": "summarise_page"}
+    assert complete(summarise, "slug", "team/", "read")["values"] == ["team/plan"]
+    draft = {"type": "ref/prompt", "name": "draft_page"}
+    assert complete(draft, "namespace", "", "team")["values"] == ["team"]
+    assert complete(draft, "namespace", "n", "write")["values"] == ["notes"]
+    refused = rpc(wiki_app, "completion/complete", {"ref": draft, "argument": {"name": "namespace", "value": ""}}, "read")["error"]
+    assert refused["code"] == -32602 and refused["data"]["code"] == "insufficient_scope"
+
+
+def test_a_hundred_completions_at_most_and_whether_there_are_more(wiki_app):
+    system = wiki_app.extensions["hostcore"].wiki(SYSTEM)
+    for i in range(101):
+        system.save_page(f"team/many-{i:03d}", body="x\n")
+    params = {"ref": {"type": "ref/resource", "uri": "hostcore://page/{+slug}"}, "argument": {"name": "slug", "value": "team/many-"}}
+    completion = rpc(wiki_app, "completion/complete", params, "read")["result"]["completion"]
+    assert len(completion["values"]) == 100 and completion["hasMore"] is True and "total" not in completion

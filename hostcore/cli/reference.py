@@ -104,7 +104,9 @@ page given, so a page of the list stays in place while pages come and go), each 
 last change (`annotations.lastModified`) and hash (`_meta.hash`). A read that fails is a JSON-RPC
 error: `-32602` (invalid params) for a URI that names no resource, or a page that does not exist
 or that the token may not read, `-32603` while an index is rebuilt; its `data` holds the `uri` and
-the error object the tools send (`code`, `message`, `field`).
+the error object the tools send (`code`, `message`, `field`). `completion/complete` completes a
+template's `slug` (and the prompts' `slug` and `namespace`) from what the token may read: the
+first 100 that start with the value typed, with `hasMore` when there are more.
 """
 
 PROMPTS = """

@@ -261,6 +261,16 @@ class LinkGraph(DerivedIndex):
                     break
         return out
 
+    def slugs_starting(self, namespaces: Collection[str] | None, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` slugs of pages in ``namespaces`` (None: all) that start with ``prefix``, by slug."""
+        where, args = _in(namespaces, "namespace")
+        with self._reading() as db:
+            rows = db.execute(
+                f"SELECT slug FROM pages WHERE slug >= ? AND slug < ? AND {where} ORDER BY slug LIMIT ?",
+                [prefix, prefix + "\U0010ffff", *args, limit],  # past every slug that starts with prefix
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def existing(self, slugs: Collection[str]) -> set[str]:
         """Those of ``slugs`` that are pages."""
         wanted = sorted(set(slugs))

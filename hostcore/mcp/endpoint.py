@@ -303,7 +303,7 @@ class McpEndpoint:
             )
         if host.prompts:
             handlers.update(on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
-        if any(p.completions for p in host.prompts.values()):
+        if any(p.completions for p in host.prompts.values()) or any(r.completions for r in host.resources.values()):
             handlers["on_completion"] = self._complete
         return handlers
 
@@ -537,10 +537,21 @@ class McpEndpoint:
         return types.GetPromptResult(description=p.description or None, messages=messages)
 
     async def _complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
-        values: list[str] = []
+        """Values for one argument of a prompt or a template, as the caller may see them (at most 100)."""
         ref = params.ref
-        if isinstance(ref, types.PromptReference) and ref.name in self.host.prompts:
-            complete = self.host.prompts[ref.name].completions.get(params.argument.name)
-            if complete is not None:
-                values = list(complete(params.argument.value))[:100]
-        return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))
+        owner: Prompt | Resource | None = None
+        if isinstance(ref, types.PromptReference):
+            owner = self.host.prompts.get(ref.name)
+        else:
+            owner = next((r for r in self.host.resources.values() if r.uri == ref.uri), None)
+        complete = owner.completions.get(params.argument.name) if owner is not None else None
+        values: list[str] = []
+        if owner is not None and complete is not None:
+            try:
+                principal = self._principal(ctx)
+                policy.admit(principal, owner.scope)
+                values = complete(params.argument.value, wiki=self.host.wiki(principal), host=self.host, principal=principal, ctx=ctx)
+            except HostcoreError as err:
+                raise _rpc_error(err) from None
+        more = len(values) > 100
+        return types.CompleteResult(completion=types.Completion(values=values[:100], total=None if more else len(values), has_more=more))

@@ -61,6 +61,22 @@ class ResourceEntry:
 
 
 @dataclass
+class Completion(Injected):
+    """What completes one argument of a prompt or template: ``fn(prefix, *, wiki ...)`` giving values
+    that start with ``prefix`` (at most 100 are sent)."""
+
+    fn: Callable[..., list[str]]
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+    def __call__(self, prefix: str, **available: Any) -> list[str]:
+        return list(self.fn(prefix, **self.bind({}, **available)))
+
+
+def _completions(complete: dict[str, Callable[..., list[str]]] | None) -> dict[str, Completion]:
+    return {name: Completion(fn=fn, inject=_injected(fn)) for name, fn in (complete or {}).items()}
+
+
+@dataclass
 class Listing(Injected):
     """What lists a template's resources: ``fn(after, limit, *, wiki ...)``."""
 
@@ -79,6 +95,7 @@ class Resource(Injected):
     scope: str
     inject: frozenset[str] = field(default_factory=frozenset)
     listing: Listing | None = None
+    completions: dict[str, Completion] = field(default_factory=dict)
 
     def lists(self, fn: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
         """Make ``fn`` the lister of this template's resources (see the module's docstring)."""
@@ -99,15 +116,22 @@ class Resource(Injected):
 
 
 def resource(
-    uri: str, *, name: str | None = None, title: str | None = None, mime_type: str = "text/plain", scope: str = "read"
+    uri: str,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    mime_type: str = "text/plain",
+    scope: str = "read",
+    complete: dict[str, Callable[..., list[str]]] | None = None,
 ) -> Callable[[Callable[..., Any]], Resource]:
-    """Make a :class:`Resource` at ``uri`` (a template when it has ``{name}`` parts)."""
+    """Make a :class:`Resource` at ``uri`` (a template when it has ``{name}`` parts). ``complete``
+    maps a part of the template to a function giving completions of a prefix (as for prompts)."""
     check_scope(scope)
 
     def make(fn: Callable[..., Any]) -> Resource:
         return Resource(
             fn=fn, uri=uri, name=name or fn.__name__, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
-            mime_type=mime_type, scope=scope, inject=_injected(fn),
+            mime_type=mime_type, scope=scope, inject=_injected(fn), completions=_completions(complete),
         )  # fmt: skip
 
     return make
@@ -128,7 +152,7 @@ class Prompt(Injected):
     description: str
     arguments: list[PromptArgument]
     scope: str
-    completions: dict[str, Callable[[str], list[str]]] = field(default_factory=dict)
+    completions: dict[str, Completion] = field(default_factory=dict)
     inject: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -146,9 +170,10 @@ def prompt(
     name: str | None = None,
     title: str | None = None,
     scope: str = "read",
-    complete: dict[str, Callable[[str], list[str]]] | None = None,
+    complete: dict[str, Callable[..., list[str]]] | None = None,
 ) -> Any:
-    """Make a :class:`Prompt`. ``complete`` maps an argument to a function giving completions of a prefix."""
+    """Make a :class:`Prompt`. ``complete`` maps an argument to a function giving completions of a
+    prefix: ``fn(prefix)``, or ``fn(prefix, *, wiki)`` for what the caller may see."""
     check_scope(scope)
 
     def make(func: Callable[..., Any]) -> Prompt:
@@ -160,7 +185,7 @@ def prompt(
         ]
         return Prompt(
             fn=func, name=name or func.__name__, title=title, description=inspect.cleandoc(func.__doc__ or ""),
-            arguments=arguments, scope=scope, completions=dict(complete or {}), inject=_injected(func),
+            arguments=arguments, scope=scope, completions=_completions(complete), inject=_injected(func),
         )  # fmt: skip
 
     return make(fn) if fn is not None else make

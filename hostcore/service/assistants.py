@@ -71,7 +71,7 @@ def _plain(text: str) -> str:
 
 
 class AssistantsMixin(PagesMixin, SectionsMixin):
-    """capture, read_guide, guides, page_listing."""
+    """capture, read_guide, guides, page_listing, complete_slug, complete_namespace."""
 
     def _page_setting(self, namespace: str, key: str) -> str:
         """The ``inbox`` or ``guide`` setting of ``namespace`` (its default when unset); Unavailable
@@ -194,3 +194,13 @@ class AssistantsMixin(PagesMixin, SectionsMixin):
         pages come and go (MCP's ``resources/list``)."""
         self.principal.require("read")
         return self.host.indexes.link_graph().pages_after(self.principal.namespaces, after, limit)
+
+    def complete_slug(self, prefix: str, limit: int = 100) -> list[str]:
+        """Slugs of pages the caller may read that start with ``prefix`` (completions of a page argument)."""
+        self.principal.require("read")
+        return self.host.indexes.link_graph().slugs_starting(self.principal.namespaces, prefix, limit)
+
+    def complete_namespace(self, prefix: str) -> list[str]:
+        """Names of the namespaces the caller may use that start with ``prefix``."""
+        self.principal.require("read")
+        return [n for n in self._namespace_names() if n.startswith(prefix) and self.principal.can_access(n)]

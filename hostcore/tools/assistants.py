@@ -72,7 +72,15 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@resource(PAGE_URI + "{+slug}", name="page", title="Wiki page", mime_type="text/markdown")
+def _slugs(prefix: str, *, wiki: Wiki) -> list[str]:
+    return wiki.complete_slug(prefix, 101)  # one past what is sent: whether there are more
+
+
+def _namespaces(prefix: str, *, wiki: Wiki) -> list[str]:
+    return wiki.complete_namespace(prefix)
+
+
+@resource(PAGE_URI + "{+slug}", name="page", title="Wiki page", mime_type="text/markdown", complete={"slug": _slugs})
 def page(slug: str, *, wiki: Wiki) -> ResourceText:
     """A wiki page's Markdown body, e.g. hostcore://page/notes/plan. Its _meta holds the page's hash (pass it as basehash to change the page), title, tags and pin."""
     p = wiki.page(slug)
@@ -89,7 +97,9 @@ def pages(after: str, limit: int, *, wiki: Wiki) -> list[ResourceEntry]:
     ]  # fmt: skip
 
 
-@resource(ATTACHMENT_URI + "{+slug}/{filename}", name="attachment", title="Attachment text", mime_type="text/plain")
+@resource(
+    ATTACHMENT_URI + "{+slug}/{filename}", name="attachment", title="Attachment text", mime_type="text/plain", complete={"slug": _slugs}
+)
 def attachment(slug: str, filename: str, *, wiki: Wiki) -> ResourceText:
     """The text extracted from a page's attachment (PDF, DOCX, XLSX, HTML, text), e.g. hostcore://attachment/notes/plan/report.pdf. Its _meta holds the file's hash, media type and size."""
     read = wiki.read_attachment(slug, filename, 0, MAX_INT)
@@ -100,7 +110,7 @@ def attachment(slug: str, filename: str, *, wiki: Wiki) -> ResourceText:
 PromptSlug = Annotated[str, Field(description="the page, in namespace/page form, e.g. notes/plan")]
 
 
-@prompt(title="Summarise a page")
+@prompt(title="Summarise a page", complete={"slug": _slugs})
 def summarise_page(slug: PromptSlug, *, wiki: Wiki) -> list[str | ResourceText]:
     """Summarise one wiki page: its main points, decisions and open questions, with the pages it links to."""
     p = wiki.page(slug)
@@ -112,7 +122,7 @@ def summarise_page(slug: PromptSlug, *, wiki: Wiki) -> list[str | ResourceText]:
     return [ask, ResourceText(p.body, uri=PAGE_URI + p.slug, mime_type="text/markdown", meta={"hash": p.hash})]
 
 
-@prompt(title="Draft a page from the namespace's template", scope="write")
+@prompt(title="Draft a page from the namespace's template", scope="write", complete={"namespace": _namespaces})
 def draft_page(
     namespace: Annotated[str, Field(description="namespace name, e.g. notes")],
     topic: Annotated[str, Field(description="what the page is about; it becomes the title")],

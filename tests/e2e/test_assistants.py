@@ -54,12 +54,14 @@ def calls_for(ns: str) -> list[dict[str, Any]]:
         {"method": "listPrompts", "params": {}},
         {"method": "getPrompt", "params": {"name": "summarise_page", "arguments": {"slug": f"{ns}/guide"}}},
         {"method": "getInstructions"},
+        {"method": "complete", "params": {"ref": {"type": "ref/resource", "uri": "hostcore://page/{+slug}"},
+                                          "argument": {"name": "slug", "value": f"{ns}/g"}}},
     ]
 
 
 def check_outcomes(ns: str, outcomes: list[dict[str, Any]]) -> None:
     """The same outcomes whichever client: each a {"result"} or {"thrown", "code", "data"}."""
-    captured, bad_url, foreign, guide, no_guide, page, forbidden, templates, prompts, summary, told = outcomes
+    captured, bad_url, foreign, guide, no_guide, page, forbidden, templates, prompts, summary, told, completed = outcomes
     assert captured["result"]["structuredContent"]["slug"] == f"{ns}/inbox" and captured["result"]["structuredContent"]["created"]
     assert json.loads(bad_url["result"]["content"][-1]["text"])["field"] == "url"
     assert json.loads(foreign["result"]["content"][-1]["text"])["code"] == "forbidden"
@@ -75,10 +77,12 @@ def check_outcomes(ns: str, outcomes: list[dict[str, Any]]) -> None:
     assert {"summarise_page", "draft_page"} <= {p["name"] for p in prompts["result"]["prompts"]}
     assert summary["result"]["messages"][1]["content"]["resource"]["text"] == read["body"]
     assert f"{ns}/guide for {ns}" in told["result"]
+    assert completed["result"]["completion"]["values"] == [f"{ns}/guide"]
 
 
 async def python_outcomes(server: Any, token: str, mode: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The calls through the Python client, in the TypeScript outcomes' JSON shape."""
+    import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
     out: list[dict[str, Any]] = []
@@ -98,6 +102,9 @@ async def python_outcomes(server: Any, token: str, mode: str, calls: list[dict[s
                     result = await c.list_resource_templates()
                 elif method == "listPrompts":
                     result = await c.list_prompts()
+                elif method == "complete":
+                    ref = types.ResourceTemplateReference(uri=call["params"]["ref"]["uri"])
+                    result = await c.complete(ref, call["params"]["argument"])
                 else:
                     result = await c.get_prompt(call["params"]["name"], call["params"]["arguments"])
                 out.append({"result": result.model_dump(mode="json", by_alias=True, exclude_none=True)})
