@@ -56,9 +56,12 @@ async def test_python_stdio_client_shares_the_wiki_with_the_http_server(server, 
             assert read["hash"] == made["hash"]
             found = ok(await remote.call_tool("search", {"query": f"zebracorn {short(uid)}"}))
             assert [h["slug"] for h in found["hits"]] == [slug]
-            changed = ok(await remote.call_tool("save_page", {"slug": slug, "basehash": made["hash"], "body": "changed over HTTP\n"}))
+            body = f"changed over HTTP: quagmoth {short(uid)}\n"
+            changed = ok(await remote.call_tool("save_page", {"slug": slug, "basehash": made["hash"], "body": body}))
         contents = (await local.read_resource(f"hostcore://page/{slug}")).contents[0]
-        assert contents.text == "changed over HTTP\n" and contents.meta["hash"] == changed["hash"]
+        assert contents.text == body and contents.meta["hash"] == changed["hash"]
+        # this process's derived indexes catch up with the server's write before answering
+        assert [h["slug"] for h in ok(await local.call_tool("search", {"query": f"quagmoth {short(uid)}"}))["hits"]] == [slug]
         stale = tool_error(await local.call_tool("save_page", {"slug": slug, "basehash": made["hash"], "body": "lost\n"}))
         assert stale["code"] == "conflict" and stale["hash"] == changed["hash"]
     history = subprocess.run(["git", "--git-dir", str(server.storage), "log", "--format=%an|%s", "--", f"{slug}.md"],
