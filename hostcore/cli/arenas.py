@@ -7,9 +7,9 @@ them and a worker's memory after a burst of writes stays near what one thread ne
 operator's ``MALLOC_ARENA_MAX`` stands; other C libraries are left alone.
 
 Even in a capped arena, memory freed in the middle of the heap stays with the process: glibc
-returns only the top of the heap by itself. After 1,000 searches and 640 saves on a 50,000-page
-wiki a worker held 80 MB of such free memory (``malloc_trim`` gave it back in 5-8 ms). So each
-worker trims every :data:`TRIM_SECONDS` in a thread of its own (:func:`trim_malloc_periodically`).
+returns only the top of the heap by itself, and after many searches and saves a worker holds much
+of its heap free (docs/operators.md gives the figures). So each worker hands it back
+(``malloc_trim``) every :data:`TRIM_SECONDS` in a thread of its own (:func:`trim_malloc_periodically`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 
 ARENAS = 2
 M_ARENA_MAX = -8  # mallopt's parameter number, from glibc's malloc.h
-TRIM_SECONDS = 10.0  # between two trims of a worker's heap: 5-8 ms of one thread's time at 50,000 pages
+TRIM_SECONDS = 10.0  # between two trims of a worker's heap (a trim takes milliseconds)
 
 
 def cap_malloc_arenas(arenas: int = ARENAS) -> int | None:
