@@ -90,6 +90,9 @@ def test_the_sidebar_lists_the_tree_and_marks_the_page_and_breadcrumbs_lead_back
     tree = html.split('<nav class="tree"')[1].split("</nav>")[0]
     assert re.findall(r">([A-Z0-9-]+)</a>", tree) == ["ZETA", "B-9", "B-10", "ALPHA", "DEEP"]  # tree setting, then natural
     assert '<details open><summary><span class="folder">guides</span>' in tree  # the folder of the page read is open
+    admin.save_page("notes/guides/b-1", body="x", title="B-1")  # the order kept for the namespace follows a new page
+    again = carol.get("/notes/guides/b-9").text.split('<nav class="tree"')[1].split("</nav>")[0]
+    assert re.findall(r">([A-Z0-9-]+)</a>", again) == ["ZETA", "B-1", "B-9", "B-10", "ALPHA", "DEEP"]
     assert '<details><summary><span class="folder">other</span>' in tree
     assert 'href="/notes/guides/b-9" aria-current="page"' in tree
     crumbs = html.split('<nav class="crumbs"')[1].split("</nav>")[0]
