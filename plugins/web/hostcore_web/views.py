@@ -80,6 +80,30 @@ def _not_found(_exc: Exception) -> Any:
     return page("not_found.html", title="Not found"), 404
 
 
+@bp.errorhandler(HostcoreError)
+def _refused(exc: HostcoreError) -> Any:
+    """A request of the site's own refused by the service (a stale form token, too many requests,
+    a file too large ...): the site's page saying so, with its header, for a browser; the error
+    as JSON for the editor's requests and other programs."""
+    status = hostcore.HTTP_STATUS.get(exc.code, 400)
+    headers = {"Retry-After": str(exc.data["retry_after"])} if exc.data.get("retry_after") else {}
+    if _wants_page():
+        try:
+            return page("message.html", title="Not done", message=str(exc)), status, headers
+        except Exception:  # the page itself failed (shared state out, ...): the plain answer, never a second error
+            log.exception("web: drawing the page of a refused request failed")
+    response = jsonify({"error": exc.to_dict()})
+    response.status_code = status
+    response.headers.update(headers)
+    return response
+
+
+def _wants_page() -> bool:
+    return not request.path.startswith(MACHINE_PATHS) and (
+        request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
+    )
+
+
 MACHINE_PATHS = ("/_/mcp", "/_/files/", "/_/upload/", "/_/health", "/.well-known/")
 """Paths whose clients are programs: their HTTP errors stay JSON, whatever the Accept header."""
 
@@ -90,10 +114,7 @@ def _http_error(exc: HTTPException) -> Any:
     any plugin's ``abort``): the site's own page for a browser, ``{"error": ...}`` for a program."""
     status = exc.code or 500
     headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}  # e.g. a 405's Allow
-    wants_page = not request.path.startswith(MACHINE_PATHS) and (
-        request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
-    )
-    if wants_page:
+    if _wants_page():
         template = "not_found.html" if status == 404 else "message.html"
         try:
             return page(template, title=exc.name, message=exc.description), status, headers

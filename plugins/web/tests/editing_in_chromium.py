@@ -71,3 +71,18 @@ def as_phone(browser: Any, width: int = PHONE[0], height: int = PHONE[1]) -> Non
     500 pixels, so its size alone is no phone)."""
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                             {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": True})  # fmt: skip
+
+
+def watch_for_refusals(browser: Any) -> None:
+    """From the next page on, note what the content security policy refuses and every uncaught
+    script error (read them with :func:`refusals`): the editor must need neither inline styles
+    nor anything from another site."""
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.__refused = [];
+        document.addEventListener("securitypolicyviolation", e => window.__refused.push(e.violatedDirective + " " + e.blockedURI));
+        window.addEventListener("error", e => window.__refused.push("error " + e.message));
+    """})  # fmt: skip
+
+
+def refusals(browser: Any) -> list[str]:
+    return list(browser.execute_script("return window.__refused || ['not watched']"))

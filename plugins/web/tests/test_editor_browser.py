@@ -15,7 +15,17 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from hostcore.testing.documents import png_image
 
-from .editing_in_chromium import EASYMDE, PHONE, as_phone, editor_ready, editor_text, save_with_keyboard, type_in_editor
+from .editing_in_chromium import (
+    EASYMDE,
+    PHONE,
+    as_phone,
+    editor_ready,
+    editor_text,
+    refusals,
+    save_with_keyboard,
+    type_in_editor,
+    watch_for_refusals,
+)
 from .test_browser import loaded, mcp, served, sign_in  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.skipif(
@@ -41,14 +51,19 @@ def drop_file(browser, selector: str, name: str, mime: str, data: bytes) -> None
 
 def test_write_with_the_preview_complete_a_wiki_link_and_save_with_ctrl_s(browser, served):  # noqa: F811
     mcp(served.base, served.token, "save_page", {"slug": "notes/drafts/plan", "body": "Old plan.\n", "title": "Plan"})
+    watch_for_refusals(browser)
     sign_in(browser, served, "/_/edit/notes/drafts/plan")
     editor_ready(browser)
     crumbs = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "nav.crumbs li")]
     assert crumbs == ["Wiki", "Team notes", "drafts", "Plan", "Edit"]
     assert browser.find_element(By.CSS_SELECTOR, ".editor-preview-side").is_displayed()  # side by side at desktop width
     type_in_editor(browser, "# Plan\n\nShip **on time**, then read [[set", replace=True)
-    menu = WebDriverWait(browser, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "ul.completion li"))
-    assert menu[0].text.startswith("Setup") and "notes/setup" in menu[0].text
+    def offered(d):  # the list follows each key typed after "[["; wait for the answer to all of "set"
+        items = [li.text for li in d.find_elements(By.CSS_SELECTOR, "ul.completion li")]
+        return items if items and all("set" in i.casefold() for i in items) else None
+
+    menu = WebDriverWait(browser, 10).until(offered)
+    assert menu[0].startswith("Setup") and "notes/setup" in menu[0]
     ActionChains(browser).send_keys(Keys.ENTER).send_keys(" and ").perform()
     assert editor_text(browser) == "# Plan\n\nShip **on time**, then read [[setup]] and "
     preview = browser.find_element(By.CSS_SELECTOR, ".editor-preview-side")
@@ -56,6 +71,7 @@ def test_write_with_the_preview_complete_a_wiki_link_and_save_with_ctrl_s(browse
     assert preview.find_element(By.TAG_NAME, "strong").text == "on time"  # the wiki's renderer: the page as it will be
     assert preview.find_element(By.TAG_NAME, "h1").get_attribute("id") == "plan"
     browser.screenshot("web-editor")
+    assert refusals(browser) == []  # no style, script or font refused by the page's policy, no script error
     save_with_keyboard(browser)
     assert browser.current_url == served.base + "/notes/drafts/plan"
     _status, page = mcp(served.base, served.token, "read_page", {"slug": "notes/drafts/plan"})

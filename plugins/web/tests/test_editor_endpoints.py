@@ -132,3 +132,12 @@ def test_the_diff_page_shows_words_inline_and_side_by_side(carol, admin):
     split = carol.get(f"/_/diff/notes/w?from={first}&view=split").text
     assert '<td class="d-del">Ship it on <del>Tuesdays</del>.</td>' in split
     assert '<td class="d-add">Ship it on <ins>Fridays</ins>.</td>' in split
+
+
+def test_a_refused_form_is_a_page_of_the_site_and_a_refused_fetch_is_json(carol, admin):
+    admin.save_page("notes/plan", body="x", title="Plan")
+    stale = carol.post("/_/edit/notes/plan", data={"csrf_token": "stale", "body": "y"}, headers={"Accept": "text/html"})
+    assert stale.status_code == 403 and '<header class="site">' in stale.text and "CSRF token" in stale.text
+    assert '<nav class="crumbs"' in stale.text
+    fetched = carol.post("/_/web/preview/notes/plan", data={"body": "y"}, headers={"Accept": "application/json"})
+    assert fetched.status_code == 403 and fetched.json["error"]["field"] == "csrf_token"
