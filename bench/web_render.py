@@ -19,6 +19,7 @@ person, the service call, rendering, sanitising, templates):
   static files a browser keeps), warm and first in a restarted worker, and the preview of its
   whole text (``POST /_/web/preview/...``: what each pause in typing asks);
 - a page of the --pages namespace: its sidebar lists that namespace's page tree;
+- a page with 12 attachments (4 images, 4 PDFs, 4 text documents whose text it shows);
 - the page, the index and the edit page again as the first request of a restarted worker: a new
   process on the same instance (``--firsts`` processes; imports and app made before the clock starts).
 
@@ -44,6 +45,7 @@ from timing import percentiles, timed
 
 from hostcore import SYSTEM, Change, Page, Principal, Put, create_app, hookimpl
 from hostcore.testing import sign_in_client
+from hostcore.testing.documents import pdf_document, png_image
 
 PERSON = Principal("bench", frozenset({"write"}))
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
@@ -176,6 +178,14 @@ def main() -> None:
             typed += timed(lambda more=more: client.post("/_/web/preview/notes/big", data={"csrf_token": csrf, "body": more}), 1)
         in_big = timed(lambda: client.get("/big/folder-1/page-1"), args.runs)
         assert b'<nav class="tree"' in client.get("/big/folder-1/page-1").data
+        admin.save_page("notes/with-files", body="A page with files.", title="With files")
+        for i in range(4):
+            for name, data in [(f"photo-{i}.png", png_image(400, 300)), (f"report-{i}.pdf", pdf_document([f"Report {i}."])),
+                               (f"notes-{i}.txt", f"Notes {i}: ".encode() + b"words " * 2000)]:  # fmt: skip
+                ticket = admin.upload_attachment("notes/with-files", name)
+                admin.complete_upload(ticket["upload_url"].rsplit("/", 1)[1], data)
+        assert client.get("/notes/with-files").data.count(b'class="file file-') == 12
+        with_files = timed(lambda: client.get("/notes/with-files"), args.runs)
         worker_page, worker_index, worker_edit = restarted(host.instance_path, args.firsts)
 
         def line(name: str, samples: list[float], base: list[float] | None = None) -> None:
@@ -205,6 +215,8 @@ def main() -> None:
         print(f"  {'first request of this process':52s} {edit_first_ever:9.2f} ms")
         print(f"a page of the {args.pages}-page namespace (its sidebar: the page tree):")
         line("warm", in_big, page_base)
+        print("a page with 12 attachments (images, PDFs, text documents):")
+        line("warm", with_files, page_base)
         host.close()
 
 

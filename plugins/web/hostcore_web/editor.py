@@ -61,12 +61,9 @@ def page_names() -> Any:
     names.sort(key=lambda n: n != here)
     found: list[dict[str, str]] = []
     for namespace in names:
-        facts = sorted(wiki.page_facts(namespace), key=lambda f: natural(f["slug"]))
-        for fact in facts:
-            if query in fact["slug"].casefold() or query in (fact["title"] or "").casefold():
-                found.append({"slug": fact["slug"], "title": fact["title"]})
-                if len(found) >= NAMES_SHOWN:
-                    break
+        matches = [f for f in wiki.page_facts(namespace) if query in f["slug"].casefold() or query in (f["title"] or "").casefold()]
+        matches.sort(key=lambda f: natural(f["slug"]))  # only the matches: a keystroke sorts no namespace whole
+        found += [{"slug": f["slug"], "title": f["title"]} for f in matches[: NAMES_SHOWN - len(found)]]
         if len(found) >= NAMES_SHOWN:
             break
     response = jsonify({"pages": found})

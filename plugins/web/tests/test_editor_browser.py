@@ -201,3 +201,33 @@ def test_the_sidebar_and_breadcrumbs_on_a_page_at_desktop_width(browser, served)
         "History",
     ]
     assert browser.find_element(By.CSS_SELECTOR, "nav.tree a[aria-current=page]").text == "Setup"
+
+
+def paste_file(browser, name: str, mime: str, data: bytes) -> None:
+    """Paste a file (a screenshot copied to the clipboard) into the editor's text."""
+    browser.execute_script("""
+        const [name, mime, b64] = arguments;
+        const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+        const clipboard = new DataTransfer();
+        clipboard.items.add(new File([bytes], name, {type: mime}));
+        const input = document.querySelector('.EasyMDEContainer .CodeMirror').CodeMirror.getInputField();
+        input.dispatchEvent(new ClipboardEvent("paste", {bubbles: true, cancelable: true, clipboardData: clipboard}));
+    """, name, mime, base64.b64encode(data).decode())  # fmt: skip
+
+
+def test_paste_an_image_and_preview_a_new_page(browser, served):  # noqa: F811
+    mcp(served.base, served.token, "save_page", {"slug": "notes/shots", "body": "Screens:\n", "title": "Shots"})
+    sign_in(browser, served, "/_/edit/notes/shots")
+    type_in_editor(browser, "Screens: ")
+    paste_file(browser, "image.png", "image/png", png_image(90, 60))
+    WebDriverWait(browser, 15).until(lambda d: "image.png" in editor_text(d))
+    assert "![image](/_/files/notes/shots/image.png)" in editor_text(browser)
+    paste_file(browser, "image.png", "image/png", png_image(70, 50))  # a second screenshot, the same name
+    WebDriverWait(browser, 15).until(lambda d: "image-2.png" in editor_text(d))
+    _status, listed = mcp(served.base, served.token, "read_page", {"slug": "notes/shots"})
+    assert listed["body"] == "Screens:\n"  # attached, not saved into the text until the person saves
+    browser.get(served.base + "/_/new?namespace=notes")
+    type_in_editor(browser, "A new page linking [[guide]].", replace=True)
+    preview = browser.find_element(By.CSS_SELECTOR, ".editor-preview-side")
+    WebDriverWait(browser, 10).until(lambda _: preview.find_elements(By.CSS_SELECTOR, "a.wikilink[href='/notes/guide']"))
+    assert not browser.find_elements(By.ID, "body-file")  # nothing to attach to before the page exists
