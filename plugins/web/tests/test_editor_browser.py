@@ -64,6 +64,8 @@ def test_write_with_the_preview_complete_a_wiki_link_and_save_with_ctrl_s(browse
 
     menu = WebDriverWait(browser, 10).until(offered)
     assert menu[0].startswith("Setup") and "notes/setup" in menu[0]
+    field = browser.find_element(By.CSS_SELECTOR, ".CodeMirror textarea")
+    assert field.get_attribute("aria-expanded") == "true" and field.get_attribute("aria-activedescendant") == "body-page-0"
     ActionChains(browser).send_keys(Keys.ENTER).send_keys(" and ").perform()
     assert editor_text(browser) == "# Plan\n\nShip **on time**, then read [[setup]] and "
     preview = browser.find_element(By.CSS_SELECTOR, ".editor-preview-side")

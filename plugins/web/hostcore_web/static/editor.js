@@ -138,7 +138,13 @@
 
     // Wiki-link completion: after "[[", the pages whose name or title holds what follows.
     var menu = null, items = [], chosen = 0, from = null, looked = 0;
-    var close = function () { if (menu) { menu.remove(); menu = null; cm.removeKeyMap(keys); } };
+    var input = cm.getInputField();
+    input.setAttribute("aria-autocomplete", "list");
+    var close = function () {
+      if (menu) { menu.remove(); menu = null; cm.removeKeyMap(keys); }
+      input.removeAttribute("aria-activedescendant");
+      input.setAttribute("aria-expanded", "false");
+    };
     var pick = function (i) {
       var page = items[i], here = area.dataset.namespace;
       var target = page.slug.indexOf(here + "/") === 0 ? page.slug.slice(here.length + 1) : page.slug;
@@ -147,8 +153,10 @@
       close();
       cm.focus();
     };
-    var show = function () {
+    var show = function () {  // the chosen page, for the eye and for a screen reader (the text keeps the focus)
       menu.querySelectorAll("li").forEach(function (li, i) { li.setAttribute("aria-selected", String(i === chosen)); });
+      input.setAttribute("aria-activedescendant", area.id + "-page-" + chosen);
+      menu.children[chosen].scrollIntoView({ block: "nearest" });
     };
     var keys = {
       Up: function () { chosen = (chosen + items.length - 1) % items.length; show(); },
@@ -172,11 +180,15 @@
         chosen = 0;
         menu = document.createElement("ul");
         menu.className = "completion";
+        menu.id = area.id + "-pages";
+        input.setAttribute("aria-controls", menu.id);
+        input.setAttribute("aria-expanded", "true");
         menu.setAttribute("role", "listbox");
         menu.setAttribute("aria-label", "Pages");
         items.forEach(function (page, i) {
           var li = document.createElement("li");
           li.setAttribute("role", "option");
+          li.id = area.id + "-page-" + i;
           li.textContent = page.title + " ";
           var slug = document.createElement("span");
           slug.className = "slug";
