@@ -26,9 +26,16 @@
       Object.keys(extra).forEach(function (k) { data.append(k, extra[k]); });
       return data;
     };
-    var insert = function (text) {
-      if (mde) { mde.codemirror.replaceSelection(text); mde.codemirror.focus(); return; }
+    var insert = function (text, apart) {  // apart: a space first when the cursor follows a word (two files in a row)
+      if (mde) {
+        var cm = mde.codemirror, cur = cm.getCursor("from");
+        var before = cur.ch ? cm.getRange({ line: cur.line, ch: cur.ch - 1 }, cur) : "";
+        cm.replaceSelection((apart && before && !/\s/.test(before) ? " " : "") + text);
+        cm.focus();
+        return;
+      }
       var at = area.selectionStart, end = area.selectionEnd;
+      if (apart && at && !/\s/.test(area.value.charAt(at - 1))) { text = " " + text; }
       area.value = area.value.slice(0, at) + text + area.value.slice(end);
       area.selectionStart = area.selectionEnd = at + text.length;
       area.focus();
@@ -49,7 +56,7 @@
       Array.prototype.forEach.call(files, function (file) {
         say("Uploading " + file.name + "…");
         post(area.dataset.upload, fields({ file: file })).then(function (j) {
-          insert(j.markdown);
+          insert(j.markdown, true);
           say("Attached " + j.filename + ".");
         }, function (err) { say("Not uploaded: " + file.name + ": " + err.message); });
       });
