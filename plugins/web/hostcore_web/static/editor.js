@@ -94,12 +94,12 @@
       "|",
       button("code", E.toggleCodeBlock, "</>", "Code block"),
       button("quote", E.toggleBlockquote, "“ ”", "Quote"),
-      button("unordered-list", E.toggleUnorderedList, "• List", "Bulleted list"),
-      button("ordered-list", E.toggleOrderedList, "1. List", "Numbered list"),
-      button("task", function () { insert("- [ ] "); }, "☐ Task", "Task"),
+      button("unordered-list", E.toggleUnorderedList, "•", "Bulleted list"),
+      button("ordered-list", E.toggleOrderedList, "1.", "Numbered list"),
+      button("task", function () { insert("- [ ] "); }, "☐", "Task"),
       "|",
       button("link", E.drawLink, "Link", "Link"),
-      button("wikilink", function () { insert("[["); complete(); }, "[[Page]]", "Link to a page of the wiki"),
+      button("wikilink", function () { insert("[["); complete(); }, "[[ ]]", "Link to a page of the wiki"),
       button("table", E.drawTable, "Table", "Table"),
     ];
     if (area.dataset.upload && picker) { toolbar.push(button("upload", function () { picker.click(); }, "Attach…", "Attach an image or file")); }
