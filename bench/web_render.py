@@ -20,6 +20,8 @@ person, the service call, rendering, sanitising, templates):
   whole text (``POST /_/web/preview/...``: what each pause in typing asks);
 - a page of the --pages namespace: its sidebar lists that namespace's page tree;
 - a page with 12 attachments (4 images, 4 PDFs, 4 text documents whose text it shows);
+- the diff of the 100 KB page between two revisions ten paragraphs apart, words marked, inline
+  and side by side;
 - the page, the index and the edit page again as the first request of a restarted worker: a new
   process on the same instance (``--firsts`` processes; imports and app made before the clock starts).
 
@@ -186,6 +188,15 @@ def main() -> None:
                 admin.complete_upload(ticket["upload_url"].rsplit("/", 1)[1], data)
         assert client.get("/notes/with-files").data.count(b'class="file file-') == 12
         with_files = timed(lambda: client.get("/notes/with-files"), args.runs)
+        before = wiki.page_history("notes/big", 0, 1)["commits"][0]["id"]
+        changed = body
+        for n in range(10):
+            changed = changed.replace(f"link to [[target-{n * 8}]]", f"link to [[target-{n * 8}]] (see also {n})", 1)
+        admin.save_page("notes/big", wiki.read_page("notes/big")["hash"], changed, "Big page")
+        after = wiki.page_history("notes/big", 0, 1)["commits"][0]["id"]
+        assert b"<ins>" in client.get(f"/_/diff/notes/big?from={before}&to={after}").data
+        diff_inline = timed(lambda: client.get(f"/_/diff/notes/big?from={before}&to={after}"), args.runs)
+        diff_split = timed(lambda: client.get(f"/_/diff/notes/big?from={before}&to={after}&view=split"), args.runs)
         worker_page, worker_index, worker_edit = restarted(host.instance_path, args.firsts)
 
         def line(name: str, samples: list[float], base: list[float] | None = None) -> None:
@@ -217,6 +228,9 @@ def main() -> None:
         line("warm", in_big, page_base)
         print("a page with 12 attachments (images, PDFs, text documents):")
         line("warm", with_files, page_base)
+        print("diff of /notes/big, ten paragraphs changed (words marked):")
+        line("inline", diff_inline, page_base)
+        line("side by side", diff_split, page_base)
         host.close()
 
 

@@ -65,7 +65,7 @@ def word_parts(old: str, new: str) -> tuple[Parts, Parts]:
     if len(old) + len(new) > LONGEST_WORD_DIFF:
         return plain
     a, b = WORDS.findall(old), WORDS.findall(new)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    matcher = difflib.SequenceMatcher(None, a, b)  # long lines: spaces and frequent words are junk, as for lines
     if matcher.ratio() < SIMILAR:
         return plain
     left: Parts = []
@@ -81,7 +81,7 @@ def diff(old: str, new: str, old_name: str, new_name: str) -> Diff:
     unified diff with its ``---``/``+++`` head) and split."""
     a, b = old.splitlines(), new.splitlines()
     out = Diff()
-    groups = list(difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(CONTEXT))
+    groups = list(difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(CONTEXT))  # as unified_diff does: blank lines, frequent in Markdown, are junk
     if not groups or (len(groups) == 1 and all(tag == "equal" for tag, *_ in groups[0])):
         return out
     out.inline += [Line("head", "", [(f"--- {old_name}", False)]), Line("head", "", [(f"+++ {new_name}", False)])]

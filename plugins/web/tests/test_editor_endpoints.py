@@ -141,3 +141,15 @@ def test_a_refused_form_is_a_page_of_the_site_and_a_refused_fetch_is_json(carol,
     assert '<nav class="crumbs"' in stale.text
     fetched = carol.post("/_/web/preview/notes/plan", data={"body": "y"}, headers={"Accept": "application/json"})
     assert fetched.status_code == 403 and fetched.json["error"]["field"] == "csrf_token"
+
+
+def test_a_page_beside_a_folder_of_its_name_is_one_node_either_order():
+    from hostcore_web.navigation import page_tree
+
+    facts = [{"slug": s, "title": s.rsplit("/", 1)[1].title()} for s in ("ns/guide", "ns/guide/install", "ns/intro")]
+    for tree in ([], ["guide/install"]):
+        nodes = page_tree(facts, tree, "ns", "ns/guide/install").nodes
+        guide = next(n for n in nodes if n.name == "guide")
+        assert guide.page and guide.title == "Guide" and guide.open  # the page and the folder holding the page read
+        assert [(c.title, c.current) for c in guide.children] == [("Install", True)]
+        assert [n.name for n in nodes] == ["guide", "intro"]
