@@ -183,6 +183,10 @@ def test_the_sidebar_tree_and_the_editor_at_a_phones_width(browser, served):  # 
     save = phone.find_element(By.CSS_SELECTOR, ".savebar button")
     assert save.is_displayed() and save.location["y"] + save.size["height"] <= PHONE[1]  # Save in reach, not below the fold
     phone.screenshot("web-phone-editor")
+    type_in_editor(phone, "Written on a phone.", replace=True)
+    phone.click_and_wait(save)
+    assert phone.current_url == served.base + "/notes/drafts/idea"
+    assert phone.find_element(By.CSS_SELECTOR, ".body").text == "Written on a phone."
 
 
 def test_the_sidebar_and_breadcrumbs_on_a_page_at_desktop_width(browser, served):  # noqa: F811
