@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         positive_leaves,
     )
     from hostcore.errors import (
+        HTTP_STATUS,
         ConfigError,
         Conflict,
         DiskFull,
@@ -109,7 +110,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "And", "Not", "Or", "Phrase", "QueryNode", "Tag", "Term", "parse_query", "positive_leaves",
     ),
     "hostcore.errors": (
-        "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
+        "HTTP_STATUS", "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
         "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
     ),
     "hostcore.seams.derived": (
@@ -165,6 +166,7 @@ def create_app(*args, **kwargs):
 __all__ = [
     "ANY",
     "CSP",
+    "HTTP_STATUS",
     "LOGIN_PATH",
     "LOGOUT_PATH",
     "SCOPES",

@@ -30,6 +30,7 @@ from hostcore import SYSTEM, create_app
 from hostcore.testing import cli, create_token, start_server, stop_process_group
 from hostcore.testing.documents import png_image
 
+from .editing_in_chromium import type_in_editor
 from .test_export import plain_server
 
 MERMAID = Path(hostcore_web.__file__).parent / "static" / "vendor" / "mermaid.min.js"
@@ -203,7 +204,7 @@ def test_web_search_gives_the_answer_mcp_search_gives(browser, served):
     assert found["hits"] == [] and [r["id"] for r in found["results"]] == ["/_/files/notes/setup/runbook.txt"]
     sign_in(browser, served, "/")
     browser.get(served.base + "/_/search?q=quokka")
-    shown = browser.find_elements(By.CSS_SELECTOR, "main li > a")
+    shown = browser.find_elements(By.CSS_SELECTOR, "main li:not(nav.crumbs li) > a")
     assert [a.text for a in shown] == ["runbook.txt"] and not browser.find_elements(By.CSS_SELECTOR, ".nothing")
     assert "attached to notes/setup" in browser.find_element(By.CSS_SELECTOR, "ul.attachments").text
     browser.screenshot("web-search-attachments")
@@ -211,7 +212,7 @@ def test_web_search_gives_the_answer_mcp_search_gives(browser, served):
     assert "Feed the quokka" in browser.find_element(By.TAG_NAME, "body").text
     browser.get(served.base + "/_/search?q=zzqxjv")
     assert browser.find_element(By.CSS_SELECTOR, "main p.nothing").text == "Nothing found."
-    assert not browser.find_elements(By.CSS_SELECTOR, "main li")
+    assert not browser.find_elements(By.CSS_SELECTOR, "main li:not(nav.crumbs li)")
 
 
 def test_browse_a_namespace_with_widgets(browser, served):
@@ -231,9 +232,7 @@ def test_browse_a_namespace_with_widgets(browser, served):
 
 def test_edit_lose_a_race_then_merge(browser, served):
     sign_in(browser, served, "/_/edit/notes/race")
-    textarea = browser.find_element(By.ID, "body")
-    textarea.clear()
-    textarea.send_keys("Line one, edited in the browser.\nLine two.\n")
+    type_in_editor(browser, "Line one, edited in the browser.\nLine two.\n", replace=True)
     browser.screenshot("web-edit")
     # someone else saves first, over MCP
     _status, page = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
@@ -264,7 +263,14 @@ def test_history_diff_and_restore(browser, served):
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form[action$='/_/diff/notes/hist'] button"))
     assert browser.find_element(By.CSS_SELECTOR, ".d-del").text == "-First words."
     assert browser.find_element(By.CSS_SELECTOR, ".d-add").text == "+Second words."
+    assert browser.find_element(By.CSS_SELECTOR, ".d-del del").text == "First"  # the word that changed
     browser.screenshot("web-diff")
+    browser.click_and_wait(browser.find_element(By.LINK_TEXT, "Side by side"))
+    assert [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.diff.split td.d-del, table.diff.split td.d-add")] == [
+        "First words.", "Second words."]  # fmt: skip
+    assert browser.find_element(By.CSS_SELECTOR, "table.diff.split td.d-add ins").text == "Second"
+    browser.screenshot("web-diff-split")
+    browser.back()
     browser.back()
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "ul.restore button"))
     assert browser.current_url == served.base + "/notes/hist"
@@ -475,13 +481,15 @@ def test_a_browser_session_leaves_nothing_in_the_temporary_folder():
     tmp = Path(tempfile.gettempdir())
 
     def leftovers() -> set[Path]:
-        return {*tmp.glob("org.chromium.Chromium.*"), *tmp.glob("hostcore-chromium-*")}
+        return set(tmp.glob("org.chromium.Chromium.*"))
 
     before = leftovers()
     with chromium() as session:
+        scratch = Path(session.service.env["TMPDIR"])  # this session's own folder (another test's Chromium may run meanwhile)
+        assert scratch.parent == tmp and scratch.name.startswith("hostcore-chromium-") and scratch.exists()
         session.get("data:text/html,<title>blank</title>")
         assert session.title == "blank"
-    assert leftovers() - before == set()
+    assert not scratch.exists() and leftovers() - before == set()
 
 
 def test_waiting_for_the_next_page_takes_chromedrivers_detached_node_error_as_gone():
