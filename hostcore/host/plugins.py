@@ -21,7 +21,7 @@ from hostcore.seams import hookspecs
 DEFAULT_PLUGINS = (
     "hostcore.tools.pages", "hostcore.tools.namespaces", "hostcore.tools.links", "hostcore.tools.history",
     "hostcore.tools.search", "hostcore.tools.attachments", "hostcore.indexes.indexer",
-    "hostcore.indexes.text_extractor", "hostcore.tools.documents", "hostcore.tools.sections", "hostcore.tools.changes",
+    "hostcore.indexes.text_extractor", "hostcore.tools.documents", "hostcore.tools.sections", "hostcore.tools.changes", "hostcore.tools.activity",
 )
 ENTRY_POINT_GROUP = "hostcore"
 

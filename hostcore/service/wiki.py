@@ -19,6 +19,7 @@ same name in ``hostcore/tools/`` whose tools each call one of its methods.
 
 from __future__ import annotations
 
+from hostcore.service.activity import ActivityMixin
 from hostcore.service.attachments import AttachmentsMixin
 from hostcore.service.changes import ChangesMixin
 from hostcore.service.documents import DocumentsMixin
@@ -32,6 +33,6 @@ from hostcore.service.sections import SectionsMixin
 
 class Wiki(
     ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin,
-    AttachmentsMixin,
+    AttachmentsMixin, ActivityMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""
