@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import hostcore_tokens
-from hostcore import SYSTEM, Unavailable, create_app
+from hostcore import SYSTEM, create_app
 from hostcore.errors import Forbidden, ValidationError
 from hostcore.host.activity import ActivityLog, SqliteActivityStore
 from hostcore.seams.activity import Activity, ActivityQuery

@@ -28,7 +28,7 @@ Limit = Annotated[int, Field(ge=1, le=MAX_ACTIVITY, description=f"maximum entrie
 def read_activity(
     principal: Who = None,
     client: Client = None,
-    tool: Annotated[str | None, Field(max_length=100, description="only calls of this tool (or web action, e.g. web:page)")] = None,
+    tool: Annotated[str | None, Field(max_length=100, description="only calls of this tool (or web action, e.g. web:read)")] = None,
     since: Since = None,
     cursor: Annotated[str | None, Field(max_length=50, description="next_cursor from the previous answer, for the next page")] = None,
     limit: Limit = 50,
