@@ -194,7 +194,8 @@ def activity() -> Any:
         agents = wiki.list_agent_sessions(asked["principal"], asked["client"], asked["since"], limit=20)["sessions"]
     except HostcoreError as exc:
         found, agents, error = {"records": [], "more": False, "next_cursor": None}, [], str(exc)
-    older = url_for("web.activity", **{k: v for k, v in asked.items() if v}, cursor=found["next_cursor"]) if found["more"] else None
+    kept: dict[str, Any] = {k: v for k, v in asked.items() if v}
+    older = url_for("web.activity", **kept, cursor=found["next_cursor"]) if found["more"] else None
     return account_page("activity.html", person, "Activity", 400 if error else 200, records=found["records"],
                         sessions=agents, asked=asked, older=older, error=error, everyone=wiki.sees_all_activity())  # fmt: skip
 
