@@ -111,6 +111,7 @@ def test_filters_and_paging(client, host):
     assert [r["slugs"] for r in first["records"]] == [["notes/p4"], ["notes/p3"]] and first["more"]
     rest = wiki.read_activity(tool="read_page", limit=10, cursor=first["next_cursor"])
     assert [r["slugs"][0] for r in rest["records"]] == ["notes/p2", "notes/p1", "notes/p0"] and not rest["more"]
+    assert len(wiki.read_activity(limit=200)["records"]) == 5
     assert wiki.read_activity(principal="nobody")["records"] == []
     assert len(wiki.read_activity(since="2000-01-01T00:00:00Z", tool="read_page")["records"]) == 5
     assert wiki.read_activity(since="2999-01-01T00:00:00Z")["records"] == []

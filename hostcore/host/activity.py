@@ -216,17 +216,20 @@ class ActivityLog:
                                         gap=FLUSH_SECONDS, retry=1.0, retry_max=30.0, logger=log)  # fmt: skip
 
     def record(self, activity: Activity) -> None:
-        """Queue ``activity`` for the writer (cheap: an append and a wake-up)."""
+        """Queue ``activity`` for the writer (cheap: an append under a lock; the first of a batch
+        also wakes the writer)."""
         if not self.enabled:
             return
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent writes what it queued
                 self._pid, self._queue = os.getpid(), []
+            first = not self._queue
             self._queue.append(activity)
             if len(self._queue) > MAX_QUEUED:
                 del self._queue[0]
                 self._dropped += 1
-        self._writer.kick()
+        if first:  # the run asked for then takes the whole queue: waking the writer once a batch is enough
+            self._writer.kick()
 
     def _write(self) -> None:
         with self._lock:

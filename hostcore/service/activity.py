@@ -10,6 +10,7 @@ sees only the slugs of namespaces they may use; the others are left out.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from typing_extensions import TypedDict
@@ -111,8 +112,8 @@ class ActivityMixin(WikiBase):
     ) -> ActivityPage:  # fmt: skip
         """Records newest first, each filter exact (``since``: ISO 8601, at or after); ``cursor``:
         ``next_cursor`` of the previous answer. Only the caller's own unless a wiki-wide admin."""
-        query = self._activity_query(principal, client, tool, since, cursor, limit + 1)
-        found = self.host.activity.read(query)
+        query = self._activity_query(principal, client, tool, since, cursor, limit)
+        found = self.host.activity.read(replace(query, limit=limit + 1))  # one more: whether there are more
         more = len(found) > limit
         shown = found[:limit]
         return {"records": [self._activity_record(a) for a in shown], "more": more,
