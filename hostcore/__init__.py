@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         Forbidden,
         HostcoreError,
         InsufficientScope,
+        NoHistory,
         NotFound,
         RateLimited,
         StartupError,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.sqlite import DerivedDB
     from hostcore.seams.storage import (
         ANY,
+        BlameHunk,
         Change,
         Delete,
         Operation,
@@ -110,7 +112,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "hostcore.errors": (
         "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
-        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
+        "NoHistory", "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
     ),
     "hostcore.seams.derived": (
         "Rebuild", "connect", "damaged", "file_id", "generation", "new_generation", "recover_sqlite",
@@ -128,7 +130,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.shared": ("SharedState",),
     "hostcore.seams.sqlite": ("DerivedDB",),
     "hostcore.seams.storage": (
-        "ANY", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
+        "ANY", "BlameHunk", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
@@ -170,6 +172,7 @@ __all__ = [
     "SCOPES",
     "SYSTEM",
     "And",
+    "BlameHunk",
     "Change",
     "Changes",
     "CoalescingWorker",
@@ -187,6 +190,7 @@ __all__ = [
     "Forbidden",
     "HostcoreError",
     "InsufficientScope",
+    "NoHistory",
     "Not",
     "NotFound",
     "Operation",
