@@ -266,6 +266,12 @@ def test_history_diff_and_restore(browser, served):
     assert browser.find_element(By.CSS_SELECTOR, ".d-add").text == "+Second words."
     browser.screenshot("web-diff")
     browser.back()
+    browser.click_and_wait(browser.find_element(By.ID, "blame-link"))
+    firsts = [row.find_element(By.CSS_SELECTOR, "td.author").text for row in browser.find_elements(By.CSS_SELECTOR, "#blame tr.first")]
+    assert firsts == ["other-writer", "other-writer"]  # the first save wrote the settings, the second the text
+    assert browser.find_elements(By.CSS_SELECTOR, "#blame td.text")[-1].text == "Second words."
+    browser.screenshot("web-blame")
+    browser.back()
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "ul.restore button"))
     assert browser.current_url == served.base + "/notes/hist"
     assert "First words." in browser.find_element(By.CSS_SELECTOR, ".body").text
