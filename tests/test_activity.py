@@ -102,6 +102,23 @@ def test_others_read_only_their_own_activity_and_only_slugs_they_may_see(client,
         host.wiki(principal("read", name="writer")).read_activity(principal="team-admin")
 
 
+def test_a_request_refused_over_the_requests_limit_is_recorded(tmp_path):
+    app = create_app({"PLUGINS": ["fs", "tokens"], "RATE_LIMITS": {"requests": "2/minute"}}, instance_path=tmp_path / "i")
+    host = app.extensions["hostcore"]
+    try:
+        token = hostcore_tokens.store(host).create("busy", ["read"])
+        client = app.test_client()
+        modern = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_pages", "User-Agent": "busy-bot/1"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_pages", "arguments": {}}}
+        statuses = [client.post("/_/mcp", json=body, headers={**ACCEPT, **modern, "Authorization": f"Bearer {token}"}).status_code
+                    for _ in range(3)]  # fmt: skip
+        assert statuses[-1] == 429
+        refused = host.wiki(SYSTEM).read_activity(principal="busy")["records"][0]
+        assert (refused["tool"], refused["outcome"], refused["client"]) == ("list_pages", "rate_limited", "busy-bot/1")
+    finally:
+        host.close()
+
+
 def test_filters_and_paging(client, host):
     writer = hostcore_tokens.store(host).create("writer", ["write"])
     for n in range(5):
