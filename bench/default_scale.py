@@ -25,7 +25,7 @@ For each size N it:
    same hits;
 4. follows the catch-up with ``hostcore status`` (documents indexed, pending) every ``--poll``
    seconds: pages embedded per second over time, and the time to finish or what is left at the cap;
-5. prints each worker's memory (RSS and PSS, from /proc) after start, after ``--searches``
+5. prints each worker's memory (RSS, PSS and anonymous memory: RSS less the files it maps, from /proc) after start, after ``--searches``
    searches and after the writers' load, for both servers;
 6. runs ``--writers`` concurrent writers (each saving its own page for ``--seconds``) against the
    big wiki and against a fresh small one (``hostcore init``, same settings), in turns: saves/s and
@@ -199,7 +199,7 @@ class Server:
         except (OSError, ValueError):
             return None
 
-    def memory(self) -> list[tuple[float, float]]:
+    def memory(self) -> list[tuple[float, float, float]]:
         return [memory_mb(pid) for pid in worker_pids(self.proc.pid)]
 
     def stop(self) -> None:
@@ -229,6 +229,7 @@ class Figures:
     markdown_mb: float = 0.0
     search: dict[str, dict[str, float]] = field(default_factory=dict)  # phase/server -> worst p95 and p50
     memory: dict[str, float] = field(default_factory=dict)  # moment/server -> largest worker RSS
+    heap: dict[str, float] = field(default_factory=dict)  # moment/server -> largest worker's anonymous memory
     catchup: str = ""
     saves: dict[str, tuple[float, float]] = field(default_factory=dict)  # server -> (saves/s, p99)
     starts: dict[str, tuple[float, float]] = field(default_factory=dict)  # server -> (health s, search s)
@@ -239,8 +240,9 @@ class Figures:
 def print_memory(moment: str, servers: list[Server], figures: Figures) -> None:
     for server in servers:
         workers = server.memory()
-        figures.memory[f"{moment}/{server.name}"] = max((rss for rss, _ in workers), default=0.0)
-        listing = ", ".join(f"RSS {rss:6.0f} MB PSS {pss:6.0f} MB" for rss, pss in workers)
+        figures.memory[f"{moment}/{server.name}"] = max((rss for rss, _, _ in workers), default=0.0)
+        figures.heap[f"{moment}/{server.name}"] = max((anonymous for _, _, anonymous in workers), default=0.0)
+        listing = ", ".join(f"RSS {rss:4.0f} MB (PSS {pss:4.0f}, anonymous {anonymous:4.0f})" for rss, pss, anonymous in workers)
         say(f"  memory {moment:22} {server.name:12} {listing}   load {load():.2f}")
 
 
@@ -501,7 +503,7 @@ def growth_table(rows: list[Figures]) -> None:
     def cell(value: Any, fmt: str = "{:.1f}") -> str:
         return fmt.format(value) if isinstance(value, float | int) else str(value)
 
-    say("\n=== growth (worst p95 over the query shapes; largest worker RSS) ===")
+    say("\n=== growth (worst p95 over the query shapes; the largest worker's RSS, and its anonymous memory: RSS less the files it maps) ===")
     fields: list[tuple[str, Callable[[Figures], Any]]] = [
         ("Markdown MB", lambda f: f.markdown_mb),
         (
@@ -531,6 +533,12 @@ def growth_table(rows: list[Figures]) -> None:
             lambda f: next((v for k, v in f.memory.items() if "searches" in k and k.endswith(KEYWORDS)), "-"),
         ),
         ("RSS MB after writers, default", lambda f: f.memory.get(f"after the writers/{MEANING}", "-")),
+        ("anonymous MB after start, default", lambda f: f.heap.get(f"after start/{MEANING}", "-")),
+        (
+            "anonymous MB after searches, default",
+            lambda f: next((v for k, v in f.heap.items() if "searches" in k and k.endswith(MEANING)), "-"),
+        ),
+        ("anonymous MB after writers, default", lambda f: f.heap.get(f"after the writers/{MEANING}", "-")),
         ("embedding catch-up", lambda f: f.catchup),
         ("saves/s, this wiki", lambda f: f.saves.get(MEANING, ("-",))[0]),
         ("saves/s, fresh small wiki", lambda f: f.saves.get(SMALL, ("-",))[0]),

@@ -66,14 +66,17 @@ class ToolClient:
         self.http.close()
 
 
-def memory_mb(pid: int) -> tuple[float, float]:
-    """(RSS, PSS) of process ``pid`` in MB: PSS counts pages shared with other processes (a memory
-    map both workers read) in part, so it shows what each worker holds alone."""
+def memory_mb(pid: int) -> tuple[float, float, float]:
+    """(RSS, PSS, anonymous) of process ``pid`` in MB. PSS counts pages shared with other processes
+    (a memory map both workers read) in part, so it shows what each worker holds alone; anonymous
+    is its heap, what no file backs: RSS less it is files mapped (the vectors, the search index's
+    files, libraries), page cache the kernel shares between processes and may take back."""
     try:
         fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
     except OSError:
-        return 0.0, 0.0
-    return int(fields["Rss"].split()[0]) / 1024, int(fields["Pss"].split()[0]) / 1024
+        return 0.0, 0.0, 0.0
+    rss, pss, anonymous = (int(fields[k].split()[0]) / 1024 for k in ("Rss", "Pss", "Anonymous"))
+    return rss, pss, anonymous
 
 
 def load() -> float:

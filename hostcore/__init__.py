@@ -79,7 +79,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.host import DerivedIndexes, PluginHost, RateLimits, ServiceKey, Slot
     from hostcore.seams.index import Changes, DerivedIndex
     from hostcore.seams.locks import FileLock
-    from hostcore.seams.resources import prompt, resource
+    from hostcore.seams.resources import ResourceEntry, ResourceText, prompt, resource
     from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
     from hostcore.seams.settings import Setting
     from hostcore.seams.shared import SharedState
@@ -124,7 +124,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.host": ("DerivedIndexes", "PluginHost", "RateLimits", "ServiceKey", "Slot"),
     "hostcore.seams.index": ("Changes", "DerivedIndex"),
     "hostcore.seams.locks": ("FileLock",),
-    "hostcore.seams.resources": ("prompt", "resource"),
+    "hostcore.seams.resources": ("ResourceEntry", "ResourceText", "prompt", "resource"),
     "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
     "hostcore.seams.settings": ("Setting",),
     "hostcore.seams.shared": ("SharedState",),
@@ -204,6 +204,8 @@ __all__ = [
     "RateLimited",
     "RateLimits",
     "Rebuild",
+    "ResourceEntry",
+    "ResourceText",
     "Revision",
     "SearchBackend",
     "SearchDoc",

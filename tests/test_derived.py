@@ -109,6 +109,25 @@ def test_a_file_of_another_layout_is_made_anew(tmp_path):
     newer.close()
 
 
+def test_a_file_made_anew_gives_its_space_back(tmp_path):
+    """An older layout's rows are dropped and their pages returned to the disk (a passage index of
+    a new layout would otherwise keep the old one's hundreds of MB while it fills again)."""
+    path = tmp_path / "store.sqlite"
+    filled(path, rows=20_000).close()
+    old_size = path.stat().st_size
+    newer = DerivedDB(path, "test store", "CREATE TABLE IF NOT EXISTS words (word TEXT PRIMARY KEY)", 2)
+    conn = newer.connection()
+    assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
+    assert old_size > 2_000_000 and path.stat().st_size < old_size / 10
+    with newer.transaction() as db:
+        db.executemany("INSERT INTO words VALUES (?)", [(f"w{i} " * 20,) for i in range(20_000)])
+    grown = path.stat().st_size + Path(f"{path}-wal").stat().st_size
+    newer.clear()
+    assert conn.execute("SELECT count(*) FROM words").fetchone() == (0,)
+    assert path.stat().st_size + Path(f"{path}-wal").stat().st_size < grown / 4
+    newer.close()
+
+
 def test_generation_and_storage_version_are_seen_by_every_connection(tmp_path):
     path = tmp_path / "store.sqlite"
     one, two = filled(path, rows=1), DerivedDB(path, "test store", SCHEMA, 1)

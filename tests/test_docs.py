@@ -64,9 +64,13 @@ def test_every_hook_has_a_test_named_after_it():
 def test_tool_reference_is_generated_from_the_tools(tmp_path):
     embedded = {"PLUGINS": EMBEDDED_PLUGINS, "STORAGE": EMBEDDED_STORAGE, "SEARCH": EMBEDDED_SEARCH, "EMBEDDER": EMBEDDED_EMBEDDER}
     host = build_host(tmp_path, embedded, start=False)
-    generated = render(host.tools.values())
+    generated = render(host.tools.values(), host.resources.values(), host.prompts.values())
     assert (ROOT / "docs" / "tools.md").read_text() == generated, "regenerate: hostcore tools --markdown > docs/tools.md"
     for name in host.tools:
+        assert f"\n## {name}\n" in generated
+    for uri in host.resources:
+        assert f"\n## `{uri}`\n" in generated
+    for name in host.prompts:
         assert f"\n## {name}\n" in generated
 
 

@@ -1,4 +1,4 @@
-"""``hostcore``: init, serve, check, plugins, reindex, and the commands plugins add.
+"""``hostcore``: init, serve, mcp, check, plugins, reindex, and the commands plugins add.
 
 Every command takes ``--instance DIR`` (or ``$HOSTCORE_INSTANCE``, default ``./instance``), before
 or after the command name. Plugin commands come from the ``register_commands`` hook of the plugins
@@ -297,6 +297,25 @@ def serve(obj: CliContext, bind: str, workers: int, threads: int) -> None:
     Server().run()
 
 
+@main.command("mcp")
+@instance_option
+@click.option("--stdio", is_flag=True, help="serve MCP over stdin and stdout (the only transport here; HTTP is `serve`'s)")
+@click.option("--token", envvar="HOSTCORE_TOKEN", metavar="TOKEN", help="the token to act as (default: $HOSTCORE_TOKEN)")
+@click.pass_obj
+def mcp_(obj: CliContext, stdio: bool, token: str | None) -> None:
+    """Serve MCP over stdio for one token, beside `serve`, for local clients that start it themselves."""
+    if not stdio:
+        raise click.UsageError("pass --stdio: this command serves MCP over stdin and stdout (`hostcore serve` serves HTTP)")
+    if not token:
+        raise click.UsageError("give the token to act as in HOSTCORE_TOKEN (or --token); `hostcore token create` makes one")
+    from hostcore.mcp import stdio as stdio_transport
+
+    try:
+        stdio_transport.serve(obj.host(), token)
+    finally:
+        obj.close()
+
+
 def host_problems(host: Host) -> list[str]:
     """What `check` finds wrong with a host that starts: files other users may read, the shared
     state (damaged, or in a Redis that would lose it). Says what it found of the shared state."""
@@ -359,7 +378,7 @@ def tools_(obj: CliContext, markdown: bool) -> None:
 
     host = build_host(obj.instance, start=False)
     if markdown:
-        click.echo(render(host.tools.values()), nl=False)
+        click.echo(render(host.tools.values(), host.resources.values(), host.prompts.values()), nl=False)
         return
     for t in host.tools.values():
         click.echo(f"{t.name}\t{t.scope}\t{t.title}")

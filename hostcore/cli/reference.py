@@ -1,6 +1,6 @@
 """The tool reference, generated from the registered tools (what ``tools/list`` serves).
 
-``hostcore tools --markdown`` prints it; ``docs/tools.md`` is that output for the embedded
+Resources and prompts follow the tools. ``hostcore tools --markdown`` prints it; ``docs/tools.md`` is that output for the embedded
 default, and a test keeps the two equal.
 """
 
@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from hostcore.seams.resources import Prompt, Resource
 from hostcore.seams.tool import Tool
 
 HEADER = """\
@@ -93,5 +94,51 @@ def tool_markdown(t: Tool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(tools: Iterable[Tool]) -> str:
-    return HEADER + "".join("\n" + tool_markdown(t) for t in sorted(tools, key=lambda t: t.name))
+RESOURCES = """
+# Resources
+
+What `resources/list` and `resources/templates/list` offer and `resources/read` reads, with the
+caller's token: the same scopes and namespace limits as the tools. `resources/list` lists every
+page the caller may read, 100 at a time by slug (`nextCursor` leads on; a cursor holds the last
+page given, so a page of the list stays in place while pages come and go), each with its title,
+last change (`annotations.lastModified`) and hash (`_meta.hash`). A read that fails is a JSON-RPC
+error: `-32602` (invalid params) for a URI that names no resource, or a page that does not exist
+or that the token may not read, `-32603` while an index is rebuilt; its `data` holds the `uri` and
+the error object the tools send (`code`, `message`, `field`). `completion/complete` completes a
+template's `slug` (and the prompts' `slug` and `namespace`) from what the token may read: the
+first 100 that start with the value typed, with `hasMore` when there are more.
+"""
+
+PROMPTS = """
+# Prompts
+
+What `prompts/list` offers and `prompts/get` fills in, with the caller's token: a prompt reads
+the wiki as its scope and the token allow (an error is a JSON-RPC `-32602` with the error object
+in `data`).
+"""
+
+
+def resource_markdown(r: Resource) -> str:
+    kind = "template" if r.is_template else "resource"
+    listed = " · listed in `resources/list`" if r.listing is not None else ""
+    return "\n".join([f"## `{r.uri}`", "", f"**{r.title or r.name}** ({kind} `{r.name}`) · scope `{r.scope}` · `{r.mime_type}`{listed}",
+                      "", r.description, ""])  # fmt: skip
+
+
+def prompt_markdown(p: Prompt) -> str:
+    lines = [f"## {p.name}", "", f"**{p.title or p.name}** · scope `{p.scope}`", "", p.description, ""]
+    if p.arguments:
+        lines += ["| Argument | Required | Description |", "|---|---|---|"]
+        lines += [f"| `{a.name}` | {'yes' if a.required else 'no'} | {a.description} |" for a in p.arguments]
+    return "\n".join(lines) + "\n"
+
+
+def render(tools: Iterable[Tool], resources: Iterable[Resource] = (), prompts: Iterable[Prompt] = ()) -> str:
+    """The reference: every tool by name, then the resources and prompts (when there are any)."""
+    out = HEADER + "".join("\n" + tool_markdown(t) for t in sorted(tools, key=lambda t: t.name))
+    resources, prompts = list(resources), list(prompts)
+    if resources:
+        out += RESOURCES + "".join("\n" + resource_markdown(r) for r in resources)
+    if prompts:
+        out += PROMPTS + "".join("\n" + prompt_markdown(p) for p in prompts)
+    return out

@@ -118,8 +118,12 @@ class Worker(IntakeWorker):
         super().wait_for_and_dispatch_events(min(timeout, HELD_BACK_WAIT) if self._held_back else timeout)
 
     def run(self) -> None:
-        """Warm every thread of the pool (:meth:`warm_threads`), then serve."""
+        """Warm every thread of the pool (:meth:`warm_threads`), start handing free heap memory
+        back to the system now and then (:mod:`hostcore.cli.arenas`), then serve."""
+        from hostcore.cli.arenas import trim_malloc_periodically
+
         self.warm_threads()
+        trim_malloc_periodically()
         super().run()
 
     def warm_threads(self) -> None:

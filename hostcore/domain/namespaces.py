@@ -42,6 +42,8 @@ MAX_URL = 2000
 MAX_LINKS = 100
 MAX_FILE_BYTES = 512 * 1024
 """The settings file as stored, on write and on read: above what the field limits can produce."""
+DEFAULT_INBOX = "inbox"
+"""The page (in the namespace) where ``capture`` drops thoughts, notes and links, unless ``inbox`` names another."""
 NEW_FIELDS = ("template", "slug")
 EXPORT_FIELDS = ("base_url", "sitemap", "robots_allow", "links")
 DEFAULTS: dict[str, Any] = {
@@ -52,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "skin": "",
     "palette": "",
     "index": "index",
+    "guide": "",
+    "inbox": DEFAULT_INBOX,
     "widgets": [],
     "tree": [],
     "new": {},
@@ -234,6 +238,17 @@ def _index(value: Any, key: str, namespace: str) -> None:
     _path(value, key, namespace)
 
 
+def _page(value: Any, key: str, namespace: str, *, optional: bool) -> None:
+    """A page path in ``namespace`` that a page could be created at (folders allowed); empty when ``optional``."""
+    _text(value, key, MAX_SLUG)
+    if value == "" and optional:
+        return
+    if value == "":
+        raise ValidationError("is empty; name a page in this namespace, e.g. inbox", field=key)
+    _path(value, key, namespace)
+    check_portable(f"{namespace}/{value}", key)  # else the page could never be created
+
+
 def _widgets(value: Any, key: str, _namespace: str) -> None:
     for item in _list(value, key, len(WIDGETS), "widget names"):
         _choice(item, key, WIDGETS)
@@ -300,6 +315,8 @@ _CHECKS: dict[str, Callable[[Any, str, str], object]] = {
     "skin": lambda value, key, _ns: _choice(value, key, SKINS),
     "palette": lambda value, key, _ns: _choice(value, key, PALETTES),
     "index": _index,
+    "guide": lambda value, key, ns: _page(value, key, ns, optional=True),
+    "inbox": lambda value, key, ns: _page(value, key, ns, optional=False),
     "widgets": _widgets,
     "tree": _tree,
     "new": _new,

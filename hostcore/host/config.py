@@ -26,6 +26,8 @@ from hostcore.seams.settings import Setting, settings_problems
 
 CONFIG_FILE = "hostcore.toml"
 ENV_PREFIX = "HOSTCORE_"
+NOT_SETTINGS = frozenset({"HOSTCORE_INSTANCE", "HOSTCORE_TOKEN"})
+"""Variables of the prefix that are no setting: the instance folder, and the token ``hostcore mcp --stdio`` acts as."""
 
 SETTINGS: dict[str, Setting] = {
     "PLUGINS": Setting(list, [], "plugins to load, by name"),
@@ -112,16 +114,16 @@ def _parse_env_value(raw: str) -> Any:
 
 
 def _env_settings(environ: Mapping[str, str]) -> Iterator[tuple[tuple[str, ...], str, str]]:
-    """(key path, variable name, raw value) of every ``HOSTCORE_*`` variable but ``HOSTCORE_INSTANCE``."""
+    """(key path, variable name, raw value) of every ``HOSTCORE_*`` variable but :data:`NOT_SETTINGS`."""
     for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or name == "HOSTCORE_INSTANCE":
+        if not name.startswith(ENV_PREFIX) or name in NOT_SETTINGS:
             continue
         key, *path = name[len(ENV_PREFIX) :].split("__")
         yield (key, *(part.lower() for part in path)), name, raw
 
 
 def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The config keys set by ``HOSTCORE_*`` variables (``HOSTCORE_INSTANCE`` excluded)."""
+    """The config keys set by ``HOSTCORE_*`` variables (:data:`NOT_SETTINGS` excluded)."""
     out: dict[str, Any] = {}
     for path, _name, raw in _env_settings(environ):
         table = out

@@ -239,6 +239,38 @@ class LinkGraph(DerivedIndex):
                 self._facts.popitem(last=False)
         return list(facts)
 
+    def pages_after(self, namespaces: Collection[str] | None, after: str, limit: int) -> list[PageFact]:
+        """Up to ``limit`` pages of ``namespaces`` (None: all) whose slug sorts after ``after``, by
+        slug: a page of a listing that stays in place while pages come and go (keyed, not counted).
+        Each namespace is a range of the slug index, so a token limited to a few namespaces of a
+        large wiki reads only their pages."""
+        ranges: list[tuple[str, str | None]] = [("", None)]
+        if namespaces is not None:  # "ns/" orders namespaces as their slugs sort ('a-b/x' < 'a/x')
+            ranges = sorted((f"{ns}/", f"{ns}0") for ns in namespaces)
+        out: list[PageFact] = []
+        with self._reading() as db:
+            for low, high in ranges:
+                if high is not None and high <= after:
+                    continue
+                sql, args = "SELECT slug, title, hash, changed, tags, pin FROM pages WHERE slug > ?", [max(after, low)]
+                if high is not None:
+                    sql, args = sql + " AND slug < ?", [*args, high]  # '0' follows '/': the namespace's slugs
+                rows = db.execute(sql + " ORDER BY slug LIMIT ?", [*args, limit - len(out)]).fetchall()
+                out += [PageFact(slug=s, title=t, hash=h, changed=c, tags=json.loads(g), pin=bool(p)) for s, t, h, c, g, p in rows]
+                if len(out) >= limit:
+                    break
+        return out
+
+    def slugs_starting(self, namespaces: Collection[str] | None, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` slugs of pages in ``namespaces`` (None: all) that start with ``prefix``, by slug."""
+        where, args = _in(namespaces, "namespace")
+        with self._reading() as db:
+            rows = db.execute(
+                f"SELECT slug FROM pages WHERE slug >= ? AND slug < ? AND {where} ORDER BY slug LIMIT ?",
+                [prefix, prefix + "\U0010ffff", *args, limit],  # past every slug that starts with prefix
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def existing(self, slugs: Collection[str]) -> set[str]:
         """Those of ``slugs`` that are pages."""
         wanted = sorted(set(slugs))

@@ -604,12 +604,6 @@ class PassageIndex(DerivedIndex):
         token = meta.get("vectors") if meta.get("embedder") == self.signature else None
         return self.vectors.records(token), token
 
-    def has(self, kind: Kind) -> bool:
-        """Whether the index holds any document of ``kind`` (one look-up): a wiki without attachments
-        spends nothing on searching their passages."""
-        with self.db.guard() as db:
-            return db.execute("SELECT 1 FROM docs WHERE kind = ? LIMIT 1", (kind,)).fetchone() is not None
-
     def search(
         self,
         query: str,
@@ -623,11 +617,15 @@ class PassageIndex(DerivedIndex):
         """The ``limit`` passages of ``kind`` documents in ``namespaces`` (None: all) best matching
         ``query`` by keyword (every word) and by meaning (a similarity of at least ``floor``, by
         default the embedder's ``relevant``), fused; best first. ``modes``: one of them alone, and
-        ``floor``: another threshold, for comparisons. Only documents storage holds now."""
+        ``floor``: another threshold, for comparisons. Only documents storage holds now. When the
+        index holds no document of ``kind`` (one look-up: a wiki without attachments), nothing is
+        searched and the query is not embedded."""
         words = query_words(query)
         fused: dict[int, float] = {}
         paths: dict[int, str] = {}
         with self.db.guard() as db:
+            if db.execute("SELECT 1 FROM docs WHERE kind = ? LIMIT 1", (kind,)).fetchone() is None:
+                return []
             if words and "keyword" in modes:
                 where, args = self._scope(kind, namespaces)
                 rows = db.execute(

@@ -1,10 +1,17 @@
 """MCP resources and prompts contributed by plugins: typed functions, like tools.
 
 ``@resource("scheme://path/{id}")`` makes a resource (a template when the URI has ``{name}``
-parts, which become the function's arguments). The function returns text, bytes, or an
-``mcp_types.ReadResourceResult``. ``@prompt`` makes a prompt from a typed function whose
-parameters are the prompt's arguments; it returns text (one user message), a list of
-``mcp_types.PromptMessage``, or an ``mcp_types.GetPromptResult``. Both take the same injected
+parts, which become the function's arguments, percent-decoded; ``{name}`` matches one path
+segment, ``{+name}`` several, as RFC 6570's reserved expansion writes them). The function returns
+text, bytes, a :class:`ResourceText` (text with its ``_meta``), or an
+``mcp_types.ReadResourceResult``. A template may list the resources it stands for: ``@r.lists``
+decorates ``fn(after, limit, *, wiki)`` returning up to ``limit`` :class:`ResourceEntry` (or
+``mcp_types.Resource``) whose URIs sort after ``after``, by URI, that the caller may read
+(``resources/list`` pages through them by the last URI given). ``@prompt`` makes a prompt from a typed function whose
+parameters are the prompt's arguments; it returns text (one user message), a list of user
+messages each text or a :class:`ResourceText` (an embedded resource), a list of
+``mcp_types.PromptMessage``, or an ``mcp_types.GetPromptResult``. The seam's own types let a
+plugin (and the core's tools layer) offer resources and prompts without the MCP SDK's types. Both take the same injected
 keyword-only parameters as tools (``wiki``, ``host``, ``principal``, ``ctx``) and a ``scope``.
 """
 
@@ -15,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from urllib.parse import unquote
 
 from pydantic.fields import FieldInfo
 
@@ -28,6 +36,54 @@ def _injected(fn: Callable[..., Any]) -> frozenset[str]:
     )
 
 
+@dataclass(frozen=True)
+class ResourceText:
+    """A resource's text as a resource function (or a prompt, embedding it) returns it: ``uri``
+    and ``mime_type`` default to the URI read and the resource's type; ``meta`` is its ``_meta``."""
+
+    text: str
+    uri: str | None = None
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ResourceEntry:
+    """One resource of a template's listing: its URI, name (e.g. the slug), title, media type,
+    last change (ISO 8601) and ``_meta``."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    mime_type: str | None = None
+    last_modified: str | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass
+class Completion(Injected):
+    """What completes one argument of a prompt or template: ``fn(prefix, *, wiki ...)`` giving values
+    that start with ``prefix`` (at most 100 are sent)."""
+
+    fn: Callable[..., list[str]]
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+    def __call__(self, prefix: str, **available: Any) -> list[str]:
+        return list(self.fn(prefix, **self.bind({}, **available)))
+
+
+def _completions(complete: dict[str, Callable[..., list[str]]] | None) -> dict[str, Completion]:
+    return {name: Completion(fn=fn, inject=_injected(fn)) for name, fn in (complete or {}).items()}
+
+
+@dataclass
+class Listing(Injected):
+    """What lists a template's resources: ``fn(after, limit, *, wiki ...)``."""
+
+    fn: Callable[..., list[Any]]
+    inject: frozenset[str] = field(default_factory=frozenset)
+
+
 @dataclass
 class Resource(Injected):
     fn: Callable[..., Any]
@@ -38,6 +94,13 @@ class Resource(Injected):
     mime_type: str
     scope: str
     inject: frozenset[str] = field(default_factory=frozenset)
+    listing: Listing | None = None
+    completions: dict[str, Completion] = field(default_factory=dict)
+
+    def lists(self, fn: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        """Make ``fn`` the lister of this template's resources (see the module's docstring)."""
+        self.listing = Listing(fn=fn, inject=_injected(fn))
+        return fn
 
     @property
     def is_template(self) -> bool:
@@ -47,21 +110,28 @@ class Resource(Injected):
         """The template's parameters when ``uri`` matches it, else None."""
         if not self.is_template:
             return {} if uri == self.uri else None
-        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.uri))
+        pattern = re.sub(r"\\\{(\\\+)?(\w+)\\\}", lambda m: f"(?P<{m[2]}>{'.+' if m[1] else '[^/]+'})", re.escape(self.uri))
         m = re.fullmatch(pattern, uri)
-        return m.groupdict() if m else None
+        return {k: unquote(v) for k, v in m.groupdict().items()} if m else None
 
 
 def resource(
-    uri: str, *, name: str | None = None, title: str | None = None, mime_type: str = "text/plain", scope: str = "read"
+    uri: str,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    mime_type: str = "text/plain",
+    scope: str = "read",
+    complete: dict[str, Callable[..., list[str]]] | None = None,
 ) -> Callable[[Callable[..., Any]], Resource]:
-    """Make a :class:`Resource` at ``uri`` (a template when it has ``{name}`` parts)."""
+    """Make a :class:`Resource` at ``uri`` (a template when it has ``{name}`` parts). ``complete``
+    maps a part of the template to a function giving completions of a prefix (as for prompts)."""
     check_scope(scope)
 
     def make(fn: Callable[..., Any]) -> Resource:
         return Resource(
             fn=fn, uri=uri, name=name or fn.__name__, title=title, description=inspect.cleandoc(fn.__doc__ or ""),
-            mime_type=mime_type, scope=scope, inject=_injected(fn),
+            mime_type=mime_type, scope=scope, inject=_injected(fn), completions=_completions(complete),
         )  # fmt: skip
 
     return make
@@ -82,7 +152,7 @@ class Prompt(Injected):
     description: str
     arguments: list[PromptArgument]
     scope: str
-    completions: dict[str, Callable[[str], list[str]]] = field(default_factory=dict)
+    completions: dict[str, Completion] = field(default_factory=dict)
     inject: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -100,9 +170,10 @@ def prompt(
     name: str | None = None,
     title: str | None = None,
     scope: str = "read",
-    complete: dict[str, Callable[[str], list[str]]] | None = None,
+    complete: dict[str, Callable[..., list[str]]] | None = None,
 ) -> Any:
-    """Make a :class:`Prompt`. ``complete`` maps an argument to a function giving completions of a prefix."""
+    """Make a :class:`Prompt`. ``complete`` maps an argument to a function giving completions of a
+    prefix: ``fn(prefix)``, or ``fn(prefix, *, wiki)`` for what the caller may see."""
     check_scope(scope)
 
     def make(func: Callable[..., Any]) -> Prompt:
@@ -114,7 +185,7 @@ def prompt(
         ]
         return Prompt(
             fn=func, name=name or func.__name__, title=title, description=inspect.cleandoc(func.__doc__ or ""),
-            arguments=arguments, scope=scope, completions=dict(complete or {}), inject=_injected(func),
+            arguments=arguments, scope=scope, completions=_completions(complete), inject=_injected(func),
         )  # fmt: skip
 
     return make(fn) if fn is not None else make

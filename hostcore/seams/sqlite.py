@@ -31,6 +31,7 @@ from hostcore.seams.derived import Rebuild, connect, damaged, file_id, generatio
 log = logging.getLogger("hostcore.derived")
 
 META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+SHRINK_PAGES = 256  # free pages (1 MiB at SQLite's 4 KiB) from which a file made anew is vacuumed
 STORAGE_VERSION = "storage_version"  # the meta key of the storage version a store reflects
 _INHERITED: list[sqlite3.Connection] = []  # connections a forked child must neither use nor close
 
@@ -146,6 +147,7 @@ class DerivedDB:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
+            self._shrink(db)
         elif self.schema:
             db.executescript(self.schema)
         if self.setup is not None:
@@ -173,6 +175,21 @@ class DerivedDB:
             if self.setup is not None:
                 self.setup(db)
             db.execute("COMMIT")
+            self._shrink(db)
+
+    def _shrink(self, db: sqlite3.Connection) -> None:
+        """Give the pages the dropped tables held back to the disk (``VACUUM``) when they are many:
+        a file of an older layout (a 600 MB passage index) would otherwise keep its size while it
+        fills again. Skipped when another connection is busy with the file (it is a saving, not a
+        need: the free pages are reused as the file fills)."""
+        free, total = (db.execute(f"PRAGMA {p}").fetchone()[0] for p in ("freelist_count", "page_count"))
+        if free < SHRINK_PAGES or free * 2 < total:
+            return
+        try:
+            db.execute("VACUUM")
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError as error:
+            log.info("%s: not shrunk after being made anew (%s)", self.what, error)
 
     def _adopt(self) -> None:
         """In a forked child: the parent's connections are kept, unused and unclosed (under ``_guard``)."""

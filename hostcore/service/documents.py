@@ -66,15 +66,14 @@ class DocumentsMixin(AttachmentsMixin):
         every word (``pages_found`` False), the pages near ``query`` in meaning (with an
         ``EMBEDDER``); then the URL paths of the attachments with the best passages (by their
         words, and by meaning with an ``EMBEDDER``), at most ATTACHMENT_RESULTS: nothing is
-        searched, nor the query embedded, for them when the wiki holds none."""
+        searched, nor the query embedded, for them when the wiki holds none (the passage index's
+        ``search`` sees to it)."""
         passages = self.host.indexes.passage_index()
         results: list[Result] = []
         if not pages_found and passages.embedder is not None:
             results += [
                 {"id": n.slug, "title": n.title, "url": self.page_url(n.slug)} for n in self._pages_by_meaning(passages, query, scope, limit)
             ]
-        if not passages.has("attachment"):  # a wiki without attachments: their passages cost nothing
-            return results
         best = passages.search(query, kind="attachment", namespaces=scope, limit=ATTACHMENT_RESULTS * 4)
         urls = list(dict.fromkeys(attachment_url(p.slug, p.filename) for p in best))[:ATTACHMENT_RESULTS]
         base = self.host.config["PUBLIC_URL"].rstrip("/")
@@ -118,7 +117,7 @@ class DocumentsMixin(AttachmentsMixin):
         scope = self._scope(query, namespace, limit, MAX_PASSAGE_LIMIT)
         passages = self.host.indexes.passage_index()
         status = passages.status()  # before the search: pending 0 then means the hits saw every document
-        found = passages.search(query, kind="attachment", namespaces=scope, limit=limit) if passages.has("attachment") else []
+        found = passages.search(query, kind="attachment", namespaces=scope, limit=limit)
         words = query_words(query)
         hits: list[PassageHit] = [
             {

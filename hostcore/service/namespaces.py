@@ -49,6 +49,8 @@ class NamespaceSettings(TypedDict, total=False):
     skin: str
     palette: str
     index: str
+    guide: str
+    inbox: str
     widgets: list[str]
     tree: list[str]
     new: NewTemplate

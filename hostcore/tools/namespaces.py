@@ -89,6 +89,18 @@ def save_namespace(
         str | None,
         Field(max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="one-segment page name used as the namespace index"),
     ] = None,
+    guide: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_SLUG,
+            description="page in this namespace whose text is its operating guide for assistants (read_guide), "
+            "e.g. guide or meta/assistants; empty for none",
+        ),
+    ] = None,
+    inbox: Annotated[
+        str | None,
+        Field(max_length=MAX_SLUG, description="page in this namespace where capture adds text; default inbox"),
+    ] = None,
     widgets: Annotated[
         list[Literal[WIDGETS]] | None,  # type: ignore[valid-type]
         Field(max_length=len(WIDGETS), description="complete ordered widget list, each at most once; empty for the default set"),
@@ -115,7 +127,9 @@ def save_namespace(
 
     Arguments: name; basehash (omit to create, required to update); public; title (at most 256);
     description (at most 255); image (page/filename of a PNG or JPEG attachment); skin; palette; index
-    (one-segment index page name); widgets; tree (at most 1000 page or folder paths in this namespace);
+    (one-segment index page name); guide (a page path in this namespace holding its operating guide for
+    assistants, which read_guide returns and the server's instructions point to; empty for none); inbox
+    (the page path where capture adds text, default inbox); widgets; tree (at most 1000 page or folder paths in this namespace);
     new {template (at most 64 KiB), slug (a path in this namespace; {date}, {year}, {month}, {day},
     {time} and {title} are filled in when a page is made, e.g. journal/{date})}; export
     {base_url (an http or https URL), sitemap, robots_allow, links}. Text may not hold control
@@ -126,7 +140,7 @@ def save_namespace(
     """
     fields = {
         "public": public, "title": title, "description": description, "image": image, "skin": skin, "palette": palette, "index": index,
-        "widgets": widgets, "tree": tree, "new": dict(new) if new is not None else None,
+        "guide": guide, "inbox": inbox, "widgets": widgets, "tree": tree, "new": dict(new) if new is not None else None,
         "export": dict(export) if export is not None else None,
     }  # fmt: skip
     return wiki.save_namespace(name, basehash, **fields)
