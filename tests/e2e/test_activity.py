@@ -22,13 +22,14 @@ pytestmark = pytest.mark.anyio
 TS_CLIENT = "hostcore-e2e-typescript 1.0.0"  # ts_client.mjs's clientInfo
 
 
-async def logged(server: Any, principal: str, count: int) -> list[dict[str, Any]]:
-    """The admin's read of ``principal``'s records once there are ``count`` (each worker writes its
-    records within half a second), or what there is after 10 seconds."""
+async def logged(server: Any, principal: str, count: int, slug: str | None = None) -> list[dict[str, Any]]:
+    """The admin's read of ``principal``'s records (touching ``slug``, when given) once there are
+    ``count`` (each worker writes its records within half a second), or what there is after 10 seconds."""
     deadline = time.monotonic() + 10
     async with mcp_session(server, server.tokens["admin"]) as c:
         while True:
             records = ok(await c.call_tool("read_activity", {"principal": principal, "limit": 200}))["records"]
+            records = [r for r in records if slug is None or r["slugs"] == [slug]]
             if len(records) >= count or time.monotonic() > deadline:
                 return records
             await anyio.sleep(0.2)
@@ -103,3 +104,16 @@ def test_a_clean_stop_of_the_server_loses_no_record(tmp_path):
         stop_process_group(proc)
     with sqlite3.connect(instance / "activity.sqlite") as db:
         assert db.execute("SELECT count(*) FROM activity WHERE action = 'list_namespaces'").fetchone()[0] == calls
+
+
+async def test_calls_over_stdio_land_in_the_same_log(server, uid):
+    """A local client's ``hostcore mcp --stdio`` process writes its records into the instance's log
+    (by the time it exits), where the HTTP server reads them."""
+    from .test_stdio import short, stdio_session
+
+    slug = f"notes/stdio-log-{short(uid)}"
+    async with stdio_session(server, server.tokens["write"]) as local:
+        assert tool_error(await local.call_tool("read_page", {"slug": slug}))["code"] == "not_found"
+    records = await logged(server, "write", 1, slug)
+    assert [(r["tool"], r["outcome"], r["auth"]) for r in records] == [("read_page", "not_found", "token")]
+    assert records[0]["client"].startswith("mcp ")  # the Python SDK's declared name
