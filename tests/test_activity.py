@@ -76,7 +76,7 @@ def test_every_call_is_recorded_with_its_client_session_slugs_and_outcome_never_
     first = records[-1]
     assert first["client"] == "Claude Desktop 0.9.3" and first["auth"] == "token"
     assert first["session"] == headers["Mcp-Session-Id"].split(".")[1] and first["ms"] > 0
-    assert first["time"].endswith("Z") and records[0]["id"] and records[2]["session"] is None
+    assert first["time"].endswith("Z") and records[0]["id"] and records[2]["session"] is None and first["grant"] is None
     stored = (host.instance_path / "activity.sqlite").read_bytes()
     assert SECRET.encode() not in stored and writer.encode() not in stored
 
@@ -117,6 +117,13 @@ def test_a_request_refused_over_the_requests_limit_is_recorded(tmp_path):
         assert (refused["tool"], refused["outcome"], refused["client"]) == ("list_pages", "rate_limited", "busy-bot/1")
     finally:
         host.close()
+
+
+def test_an_oauth_grants_calls_carry_its_id_for_who_reads_them(host):
+    host.activity.record(Activity(time.time(), "alice", "oauth", "Claude 1.0", "", "save_page", ("notes/a",), "ok", 2.0, grant="g-123"))
+    record = host.wiki(SYSTEM).read_activity(principal="alice")["records"][0]
+    assert (record["auth"], record["grant"]) == ("oauth", "g-123")
+    assert host.wiki(principal("read", name="alice")).read_activity()["records"][0]["grant"] == "g-123"
 
 
 def test_filters_and_paging(client, host):

@@ -53,18 +53,19 @@ CREATE TABLE IF NOT EXISTS activity (
     action TEXT NOT NULL,
     slugs TEXT NOT NULL,
     outcome TEXT NOT NULL,
-    ms REAL NOT NULL
+    ms REAL NOT NULL,
+    grant_id TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS activity_time ON activity (time);
 CREATE INDEX IF NOT EXISTS activity_principal ON activity (principal, id);
 """
-_COLUMNS = "id, time, principal, auth, client, session, action, slugs, outcome, ms"
+_COLUMNS = "id, time, principal, auth, client, session, action, slugs, outcome, ms, grant_id"
 
 
 def _row(row: tuple[object, ...]) -> Activity:
-    rid, t, principal, auth, client, session, action, slugs, outcome, ms = row
+    rid, t, principal, auth, client, session, action, slugs, outcome, ms, grant = row
     return Activity(float(t), str(principal), str(auth), str(client), str(session), str(action),  # type: ignore[arg-type]
-                    tuple(json.loads(str(slugs))), str(outcome), float(ms), str(rid))  # type: ignore[arg-type]  # fmt: skip
+                    tuple(json.loads(str(slugs))), str(outcome), float(ms), str(rid), str(grant))  # type: ignore[arg-type]  # fmt: skip
 
 
 class SqliteActivityStore(ActivityStore):
@@ -87,11 +88,11 @@ class SqliteActivityStore(ActivityStore):
             raise Unavailable(f"the activity log (activity.sqlite in the instance folder) cannot be used: {exc}") from exc
 
     def append(self, records: Sequence[Activity]) -> None:
-        rows = [(a.time, a.principal, a.auth, a.client, a.session, a.action, json.dumps(list(a.slugs)), a.outcome, a.ms)
-                for a in records]  # fmt: skip
+        rows = [(a.time, a.principal, a.auth, a.client, a.session, a.action, json.dumps(list(a.slugs)), a.outcome, a.ms,
+                 a.grant) for a in records]  # fmt: skip
         self._run(lambda db: db.executemany(
-            "INSERT INTO activity (time, principal, auth, client, session, action, slugs, outcome, ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows), write=True)  # fmt: skip
+            "INSERT INTO activity (time, principal, auth, client, session, action, slugs, outcome, ms, grant_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows), write=True)  # fmt: skip
 
     def _select(self, query: ActivityQuery, limit: int) -> list[Activity]:
         where: list[str] = []

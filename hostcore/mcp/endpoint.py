@@ -429,7 +429,7 @@ class McpEndpoint:
         self.host.activity.record(activity.Activity(
             started, principal.name, "oauth" if principal.grant else "token", principal.client or "",
             clients.session_key(environ.get("HTTP_MCP_SESSION_ID")), params.name[:MAX_ACTION], tuple(slugs), outcome,
-            round((time.perf_counter() - clock) * 1000, 3),
+            round((time.perf_counter() - clock) * 1000, 3), grant=principal.grant or "",
         ))  # fmt: skip
         return answer
 

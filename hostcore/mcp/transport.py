@@ -148,7 +148,7 @@ def _record_refusal(host: Host, principal: Principal, outcome: str) -> None:
     client = clients.from_session_id(session) or clients.from_user_agent(environ.get("HTTP_USER_AGENT")) or ""
     tool = (environ.get("HTTP_MCP_NAME") or "mcp")[:MAX_ACTION]
     host.activity.record(Activity(time.time(), principal.name, "oauth" if principal.grant else "token", client,
-                                  clients.session_key(session), tool, (), outcome, 0.0))  # fmt: skip
+                                  clients.session_key(session), tool, (), outcome, 0.0, grant=principal.grant or ""))  # fmt: skip
 
 
 def _spend(host: Host, principal: Principal) -> Response | None:

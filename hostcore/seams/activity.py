@@ -27,7 +27,7 @@ MAX_SLUGS = 20  # pages kept per record: a call touching more (a link rewrite) k
 @dataclass(frozen=True)
 class Activity:
     """One call or web action. ``time``: when it started (Unix seconds); ``auth``: ``token``,
-    ``oauth``, ``session`` (a browser's) or ``none``; ``session``: the MCP session id's random part
+    ``oauth`` (``grant``: the OAuth grant's id), ``session`` (a browser's) or ``none``; ``session``: the MCP session id's random part
     or a digest of the browser session, "" without one; ``action``: the tool's name, or ``web:``
     and the page's endpoint; ``outcome``: ``ok`` or the error's code; ``ms``: its duration."""
 
@@ -41,16 +41,18 @@ class Activity:
     outcome: str
     ms: float
     id: str = ""
+    grant: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "time": self.time, "principal": self.principal, "auth": self.auth, "client": self.client,
                 "session": self.session, "action": self.action, "slugs": list(self.slugs), "outcome": self.outcome,
-                "ms": self.ms}  # fmt: skip
+                "ms": self.ms, "grant": self.grant}  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Activity:
         return cls(float(d["time"]), str(d["principal"]), str(d["auth"]), str(d["client"]), str(d["session"]),
-                   str(d["action"]), tuple(d["slugs"]), str(d["outcome"]), float(d["ms"]), str(d.get("id", "")))  # fmt: skip
+                   str(d["action"]), tuple(d["slugs"]), str(d["outcome"]), float(d["ms"]), str(d.get("id", "")),
+                   str(d.get("grant", "")))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ class ActivityRecord(TypedDict):
     time: str
     principal: str
     auth: str
+    grant: str | None
     client: str
     session: str | None
     tool: str
@@ -102,7 +103,7 @@ class ActivityMixin(WikiBase):
         return [slug for slug in slugs if self.principal.can_access(namespace_of(slug))]
 
     def _activity_record(self, a: Activity) -> ActivityRecord:
-        return {"id": a.id, "time": _iso(a.time), "principal": a.principal, "auth": a.auth, "client": a.client,
+        return {"id": a.id, "time": _iso(a.time), "principal": a.principal, "auth": a.auth, "grant": a.grant or None, "client": a.client,
                 "session": a.session or None, "tool": a.action, "slugs": self._shown_slugs(a.slugs),
                 "outcome": a.outcome, "ms": a.ms}  # fmt: skip
 
