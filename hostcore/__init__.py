@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         Forbidden,
         HostcoreError,
         InsufficientScope,
+        NoHistory,
         NotFound,
         RateLimited,
         StartupError,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.sqlite import DerivedDB
     from hostcore.seams.storage import (
         ANY,
+        BlameHunk,
         Change,
         Delete,
         Operation,
@@ -111,7 +113,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "hostcore.errors": (
         "HTTP_STATUS", "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
-        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
+        "NoHistory", "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
     ),
     "hostcore.seams.derived": (
         "Rebuild", "connect", "damaged", "file_id", "generation", "new_generation", "recover_sqlite",
@@ -129,7 +131,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.shared": ("SharedState",),
     "hostcore.seams.sqlite": ("DerivedDB",),
     "hostcore.seams.storage": (
-        "ANY", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
+        "ANY", "BlameHunk", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
@@ -172,6 +174,7 @@ __all__ = [
     "SCOPES",
     "SYSTEM",
     "And",
+    "BlameHunk",
     "Change",
     "Changes",
     "CoalescingWorker",
@@ -189,6 +192,7 @@ __all__ = [
     "Forbidden",
     "HostcoreError",
     "InsufficientScope",
+    "NoHistory",
     "Not",
     "NotFound",
     "Operation",

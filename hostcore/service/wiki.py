@@ -19,8 +19,10 @@ same name in ``hostcore/tools/`` whose tools each call one of its methods.
 
 from __future__ import annotations
 
+from hostcore.service.activity import ActivityMixin
 from hostcore.service.assistants import AssistantsMixin
 from hostcore.service.attachments import AttachmentsMixin
+from hostcore.service.blame import BlameMixin
 from hostcore.service.changes import ChangesMixin
 from hostcore.service.documents import DocumentsMixin
 from hostcore.service.history import HistoryMixin
@@ -32,7 +34,7 @@ from hostcore.service.sections import SectionsMixin
 
 
 class Wiki(
-    AssistantsMixin, ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin,
-    AttachmentsMixin,
+    BlameMixin, AssistantsMixin, ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin,
+    SearchMixin, DocumentsMixin, AttachmentsMixin, ActivityMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""

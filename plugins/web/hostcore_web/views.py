@@ -483,6 +483,24 @@ def history(slug: str) -> Any:
                 can_write=access.may_write(person, namespace), current_hash=current_hash)  # fmt: skip
 
 
+@bp.route("/_/blame/<path:slug>")
+def blame(slug: str) -> Any:
+    """Each line of the page with the change that last wrote it (``blame_page``), linked from the
+    history; a window of lines at a time (``?line=``)."""
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    person, reader = require_reader(namespace)
+    line = request.args.get("line", "1")
+    try:
+        result = host().wiki(reader).blame_page(slug, int(line) if line.isdigit() and int(line) > 0 else 1, 500)
+    except NotFound:
+        abort(404)
+    changes = {c["id"]: c for c in result["changes"]}
+    rows = [{**entry, "by": changes[entry["change"]], "first": entry["change"] != previous}
+            for entry, previous in zip(result["lines"], [None] + [e["change"] for e in result["lines"]], strict=False)]  # fmt: skip
+    return page("blame.html", namespace, person=person, slug=slug, blame=result, rows=rows, title=f"Blame of {slug}")
+
+
 def diff_lines(old: str, new: str, old_name: str, new_name: str) -> diffs.Diff:
     """The changes from ``old`` to ``new``, changed words marked (:mod:`hostcore_web.diffs`)."""
     return diffs.diff(old, new, old_name, new_name)

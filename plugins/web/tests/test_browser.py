@@ -272,6 +272,12 @@ def test_history_diff_and_restore(browser, served):
     browser.screenshot("web-diff-split")
     browser.back()
     browser.back()
+    browser.click_and_wait(browser.find_element(By.ID, "blame-link"))
+    firsts = [row.find_element(By.CSS_SELECTOR, "td.author").text for row in browser.find_elements(By.CSS_SELECTOR, "#blame tr.first")]
+    assert firsts == ["other-writer", "other-writer"]  # the first save wrote the settings, the second the text
+    assert browser.find_elements(By.CSS_SELECTOR, "#blame td.text")[-1].text == "Second words."
+    browser.screenshot("web-blame")
+    browser.back()
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "ul.restore button"))
     assert browser.current_url == served.base + "/notes/hist"
     assert "First words." in browser.find_element(By.CSS_SELECTOR, ".body").text
@@ -300,6 +306,41 @@ def test_create_a_token_use_it_over_mcp_and_revoke_it(browser, served):
     assert "browser-made" not in browser.find_element(By.CSS_SELECTOR, "table.tokens").text
     browser.screenshot("web-tokens")
     assert mcp(served.base, token, "read_page", {"slug": "notes/setup"})[0] == 401
+
+
+def test_the_activity_page_shows_an_assistants_calls_and_sessions(browser, served):
+    """Issue 26 #4 in Chromium against two gunicorn workers: the admin's activity page lists another
+    principal's MCP calls (tool, page, outcome, client) and groups them into an agent session; the
+    admin's own page views are there too."""
+    assert mcp(served.base, served.token, "read_page", {"slug": "notes/setup"})[0] == 200
+    refused = httpx.post(served.base + "/_/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_page", "arguments": {"slug": "notes/absent"}}}, headers={
+        "Authorization": f"Bearer {served.token}", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18", "User-Agent": "Python-urllib/3"})  # fmt: skip
+    assert refused.json()["result"]["isError"]  # a tool error: not_found
+    sign_in(browser, served, "/_/account/activity?principal=other-writer")
+    rows = logged(browser, served.base + "/_/account/activity?principal=other-writer", lambda rows: sum("read_page" in r for r in rows) >= 2)
+    reads = [r for r in rows if "read_page" in r]
+    assert any("notes/setup" in r and r.split()[-2] == "ok" for r in reads), rows
+    assert any("notes/absent" in r and "not_found" in r for r in reads), rows
+    assert all("other-writer" in r and "Python-urllib" in r for r in reads), rows
+    sessions = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#agent-sessions tbody tr")]
+    assert any("other-writer" in r and "token" in r for r in sessions), sessions
+    browser.screenshot("web-activity")
+    assert logged(browser, served.base + "/_/account/activity?principal=admin&tool=web:activity",
+                  lambda rows: any("web:activity" in r for r in rows))  # fmt: skip
+
+
+def logged(browser: Any, url: str, enough: Any) -> list[str]:
+    """The rows of the activity page at ``url`` once ``enough(rows)`` holds, reloading meanwhile
+    (another worker writes its records within half a second), or after 10 seconds."""
+    deadline = time.monotonic() + 10
+    while True:
+        browser.get(url)
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#activity-log tbody tr")]
+        if enough(rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.3)
 
 
 def test_screens_for_the_docs(browser, served):
