@@ -139,7 +139,7 @@ class Worker(IntakeWorker):
 
         def warm() -> None:
             barrier.wait(timeout=30)
-            warm_thread(self.wsgi)
+            warm_thread(getattr(self, "served", self.wsgi))  # the app itself, not the wrapper it is served in
 
         for job in [self.tpool.submit(warm) for _ in range(threads)]:
             try:
