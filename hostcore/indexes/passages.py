@@ -619,8 +619,9 @@ class PassageIndex(DerivedIndex):
     ) -> list[Passage]:
         """The ``limit`` passages of ``kind`` documents in ``namespaces`` (None: all) best matching
         ``query`` by keyword (every word) and by meaning (a similarity of at least ``floor``, by
-        default the embedder's ``relevant``), fused; best first. ``modes``: one of them alone, and
-        ``floor``: another threshold, for comparisons. Only documents storage holds now. When the
+        default the embedder's ``relevant``), fused; best first. ``modes``: one of them alone (by
+        meaning alone, each passage's score is its similarity), and ``floor``: another threshold,
+        for comparisons. Only documents storage holds now. When the
         index holds no document of ``kind`` (one look-up: a wiki without attachments), nothing is
         searched and the query is not embedded."""
         words = query_words(query)
@@ -643,9 +644,10 @@ class PassageIndex(DerivedIndex):
                 least = self.embedder.relevant if floor is None else floor
                 near = list(islice(self._near(db, self.embedder.embed_query(query), kind, namespaces, least), CANDIDATES))
                 found = self._lookup(db, "SELECT id, path FROM chunks WHERE id IN", [slot for slot, _ in near])
-                for rank, (slot, _similarity) in enumerate(near):
+                for rank, (slot, similarity) in enumerate(near):
                     if slot in found:  # else written by a step not committed yet
-                        fused[slot] = fused.get(slot, 0.0) + 1 / (RRF_K + rank + 1)
+                        # by meaning alone, the score is the similarity itself (a fused one is a rank's)
+                        fused[slot] = fused.get(slot, 0.0) + 1 / (RRF_K + rank + 1) if "keyword" in modes else similarity
                         paths[slot] = found[slot]
             holds = self._holds()
             ranked = sorted(fused.items(), key=lambda item: -item[1])
