@@ -25,6 +25,7 @@ from hostcore.service.changes import ChangesMixin
 from hostcore.service.documents import DocumentsMixin
 from hostcore.service.history import HistoryMixin
 from hostcore.service.links import LinksMixin
+from hostcore.service.namespace_removal import NamespaceRemovalMixin
 from hostcore.service.namespaces import NamespacesMixin
 from hostcore.service.pages import PagesMixin
 from hostcore.service.search import SearchMixin
@@ -33,6 +34,6 @@ from hostcore.service.sections import SectionsMixin
 
 class Wiki(
     AssistantsMixin, ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin,
-    AttachmentsMixin,
+    AttachmentsMixin, NamespaceRemovalMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""
