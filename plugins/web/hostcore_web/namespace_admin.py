@@ -10,7 +10,7 @@ as the page editor's conflict page does, and saves only when sent again.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from flask import abort, redirect, request, url_for
 
@@ -22,6 +22,7 @@ from hostcore import (
     HostcoreError,
     NotFound,
     Principal,
+    ServiceKey,
     ValidationError,
     check_csrf,
     check_namespace,
@@ -30,6 +31,23 @@ from hostcore import (
 from . import access
 from .access import SignInFirst, host
 from .views import bp, page
+
+
+class PeoplePages(Protocol):
+    """The accounts plugin's pages of every account (``people-pages``): the admin's links name them."""
+
+    path: str
+
+
+PEOPLE_PAGES: ServiceKey[PeoplePages] = ServiceKey("people-pages", PeoplePages)
+
+
+@bp.app_template_global("people_path")
+def people_path() -> str | None:
+    """Where an admin manages people, when a plugin serves those pages."""
+    pages = host().service(PEOPLE_PAGES)
+    return pages.path if pages is not None else None
+
 
 TEXT = ("title", "description", "image", "index", "guide", "inbox")
 """Plain text settings, a form field each of the same name."""
