@@ -45,8 +45,15 @@ def crumbs(browser: Any) -> list[str]:
 
 
 def fits(browser: Any) -> bool:
-    """Nothing wider than the screen: no sideways scrolling."""
-    return bool(browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1"))
+    """Nothing of the page reaches past the screen's right edge (no sideways scrolling, nothing
+    cut off by a container): every visible element of ``main`` ends within the screen."""
+    return bool(browser.execute_script("""
+        return document.documentElement.scrollWidth <= innerWidth + 1 &&
+            [...document.querySelectorAll("main *")].every(e => {
+                const box = e.getBoundingClientRect();
+                return box.width === 0 || box.right <= innerWidth + 1;
+            });
+    """))
 
 
 def test_create_a_namespace_with_the_keyboard_alone(browser, served):  # noqa: F811

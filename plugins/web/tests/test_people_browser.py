@@ -11,9 +11,10 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
 
 from hostcore import create_app
+from hostcore.testing import cli
 
 from .editing_in_chromium import as_phone
-from .test_browser import served, sign_in  # noqa: F401  (the fixture)
+from .test_browser import Elsewhere, served, sign_in  # noqa: F401  (the fixture)
 from .test_namespace_admin_browser import crumbs, fits, keys, submit_with_enter, tab_to
 
 
@@ -86,3 +87,38 @@ def test_the_people_pages_at_a_phones_width(browser, served):  # noqa: F811
     browser.find_element(By.XPATH, "//button[text()='Disable admin']").click()
     WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "person-error"))
     assert "last active admin" in browser.find_element(By.ID, "person-error").text
+
+
+def test_a_persons_own_account_pages_at_a_phones_width_with_the_keyboard_alone(browser, served):  # noqa: F811
+    password = "the first password of quinn"
+    cli(served.instance, "user", "create", "quinn", "--scope", "write", "--password-stdin", input=password + "\n")
+    other = Elsewhere(served.base).sign_in("quinn", password)
+    as_phone(browser)
+    browser.get(f"{served.base}/_/login?next=/_/account/sessions")
+    browser.find_element(By.ID, "name").send_keys("quinn")
+    browser.find_element(By.ID, "password").send_keys(password, Keys.ENTER)
+    WebDriverWait(browser, 15).until(lambda d: d.current_url.endswith("/_/account/sessions"))
+    assert fits(browser) and len(browser.find_elements(By.CSS_SELECTOR, "table.sessions tbody tr")) == 2
+    assert crumbs(browser) == ["Wiki", "Sessions"]
+    browser.screenshot("web-phone-sessions")
+    tab_to(browser, "Sign out every other session")
+    submit_with_enter(browser)
+    assert "Signed out 1 other session" in browser.find_element(By.ID, "done").text and not other.signed_in()
+    browser.get(served.base + "/_/account/tokens")
+    assert fits(browser)
+    tab_to(browser, "name")
+    keys(browser, "quinn-phone", Keys.ENTER)
+    WebDriverWait(browser, 15).until(lambda d: d.find_elements(By.ID, "new-token"))
+    assert fits(browser) and browser.find_element(By.ID, "new-token").is_displayed()
+    browser.screenshot("web-phone-tokens")
+    browser.get(served.base + "/_/account/password")
+    assert fits(browser)
+    tab_to(browser, "current_password")
+    keys(browser, password)
+    tab_to(browser, "new_password")
+    keys(browser, "the second password of quinn")
+    tab_to(browser, "repeat_password")
+    keys(browser, "the second password of quinn")
+    submit_with_enter(browser)
+    assert "Your password is changed" in browser.find_element(By.ID, "done").text
+    assert Elsewhere(served.base).sign_in("quinn", "the second password of quinn").signed_in()
