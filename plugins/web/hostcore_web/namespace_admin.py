@@ -25,7 +25,6 @@ from hostcore import (
     ServiceKey,
     ValidationError,
     check_csrf,
-    check_namespace,
 )
 
 from . import access
@@ -144,7 +143,6 @@ def new_namespace() -> Any:
     name = request.form.get("name", "").strip()
     fields = settings_from(request.form)
     try:
-        check_namespace(name)
         wiki.save_namespace(name, None, **fields)
     except HostcoreError as exc:
         return form_page(name, fields, creating=True, error=exc, status=409 if isinstance(exc, Conflict) else 400)
@@ -154,7 +152,6 @@ def new_namespace() -> Any:
 def _settings(wiki: Any, name: str) -> dict[str, Any]:
     """The namespace's settings, for an admin of it; 404 when it does not exist or is not theirs."""
     try:
-        check_namespace(name)
         return dict(wiki.read_namespace(name))
     except (NotFound, Forbidden, ValidationError):
         abort(404)
@@ -205,7 +202,6 @@ def restore_namespace() -> Any:
     check_csrf()
     name = request.form.get("name", "").strip()
     try:
-        check_namespace(name)
         done = wiki.restore_namespace(name)
     except HostcoreError as exc:
         listed = [ns for ns in wiki.list_namespaces()["namespaces"] if wiki.may("admin", ns["name"])]
