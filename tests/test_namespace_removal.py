@@ -93,3 +93,17 @@ def test_restore_refuses_a_namespace_that_exists_or_never_went(filled):
 def test_without_history_a_delete_says_it_is_final(app, host):
     admin = host.wiki(principal("admin"))
     assert admin.namespace_contents("notes")["recoverable"] is False
+
+
+def test_deleted_namespaces_lists_those_gone_now_for_their_admins(filled):
+    admin = filled.wiki(principal("admin"))
+    assert admin.deleted_namespaces() == []
+    admin.delete_namespace("team", admin.namespace_contents("team")["digest"])
+    admin.delete_namespace("notes", admin.namespace_contents("notes")["digest"])
+    gone = admin.deleted_namespaces()
+    assert [d["name"] for d in gone] == ["notes", "team"] and gone[0]["author"] == "tester"
+    assert [d["name"] for d in filled.wiki(principal("admin", namespaces=["team"])).deleted_namespaces()] == ["team"]
+    with pytest.raises(InsufficientScope):
+        filled.wiki(principal("write")).deleted_namespaces()
+    admin.restore_namespace("team")
+    assert [d["name"] for d in admin.deleted_namespaces()] == ["notes"]

@@ -46,6 +46,17 @@ class NamespaceRestored(TypedDict):
     restored_from: str  # the change that deleted it
 
 
+class DeletedNamespace(TypedDict):
+    name: str
+    revision: str  # the change that deleted it
+    author: str
+    time: str  # ISO 8601
+
+
+DELETED_SCAN = 500
+"""How many of the newest changes :meth:`NamespaceRemovalMixin.deleted_namespaces` looks through."""
+
+
 def _kind(name: str, path: str) -> tuple[str, str] | None:
     """("page", slug) or ("attachment", "slug/filename") for a stored path of namespace ``name``;
     None for its settings and other hidden files."""
@@ -126,6 +137,25 @@ class NamespaceRemovalMixin(WikiBase):
             newest = self.storage.history(namespace_path(name), limit=1)
             revision = newest[0].id if newest else ""
         return {"name": name, "pages": len(contents["pages"]), "attachments": len(contents["attachments"]), "revision": revision}
+
+    def deleted_namespaces(self) -> list[DeletedNamespace]:
+        """The namespaces deleted with :meth:`delete_namespace` among the newest
+        :data:`DELETED_SCAN` changes that do not exist now and the caller administers, newest
+        first (restore_namespace brings one back). Empty without history. Needs the admin scope."""
+        self.principal.require("admin")
+        if not self.storage.has_history:
+            return []
+        out: list[DeletedNamespace] = []
+        seen: set[str] = set()
+        for rev in self.storage.history(None, limit=DELETED_SCAN):
+            if not rev.message.startswith("delete_namespace: "):
+                continue
+            name = rev.message.removeprefix("delete_namespace: ").split(" ", 1)[0]
+            if name in seen or not self.may("admin", name) or self.storage.exists(namespace_path(name)):
+                continue
+            seen.add(name)
+            out.append({"name": name, "revision": rev.id, "author": rev.author, "time": rev.time.isoformat(timespec="seconds")})
+        return out
 
     def _deletion(self, name: str) -> str:
         """The id of the newest change that deleted namespace ``name``. Raises NotFound."""

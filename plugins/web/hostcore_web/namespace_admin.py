@@ -130,7 +130,8 @@ def namespaces() -> Any:
     deleted = request.args.get("deleted", "")
     counts = [int(request.args.get(k, "0")) if request.args.get(k, "0").isdigit() else 0 for k in ("pages", "attachments")]
     return page("namespaces.html", person=person, namespaces=listed, title="Namespaces", deleted=deleted, counts=counts,
-                recoverable=request.args.get("recoverable") == "1", error=None), 200, {"Cache-Control": "no-store"}  # fmt: skip
+                recoverable=request.args.get("recoverable") == "1", error=None, gone=wiki.deleted_namespaces()), 200, {
+                "Cache-Control": "no-store"}  # fmt: skip
 
 
 @bp.route("/_/namespaces/new", methods=["GET", "POST"])
@@ -205,6 +206,7 @@ def restore_namespace() -> Any:
         done = wiki.restore_namespace(name)
     except HostcoreError as exc:
         listed = [ns for ns in wiki.list_namespaces()["namespaces"] if wiki.may("admin", ns["name"])]
-        html = page("namespaces.html", person=person, namespaces=listed, title="Namespaces", error=str(exc), restore_name=name)
+        html = page("namespaces.html", person=person, namespaces=listed, title="Namespaces", error=str(exc), restore_name=name,
+                    gone=wiki.deleted_namespaces())  # fmt: skip
         return html, 409 if isinstance(exc, Conflict) else 400, {"Cache-Control": "no-store"}
     return redirect(url_for("web.namespace_index", namespace=done["name"]), 303)

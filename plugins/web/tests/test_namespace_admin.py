@@ -123,13 +123,14 @@ def test_delete_names_what_goes_then_restore_brings_it_back(client_for, admin):
     digest = re.search(r'name="digest" value="([0-9a-f]+)"', stale.text).group(1)
     done = erin.post("/_/namespaces/team/delete", data=form(erin, digest=digest), follow_redirects=True)
     assert "Deleted namespace team: 3 pages and 1 attachment." in done.text
+    assert 'aria-label="Restore team"' in done.text  # listed among the namespaces deleted lately
     assert "team" not in [n["name"] for n in admin.list_namespaces()["namespaces"]]
     assert erin.get("/team/plan").status_code == 404
     back = erin.post("/_/namespaces/restore", data=form(erin, name="team"))
     assert back.status_code == 303 and back.headers["Location"] == "/team/"
     assert erin.get("/team/plan").status_code == 200 and admin.attachment("team/plan", "sheet.csv")[0] == b"a,b\n"
     again = erin.post("/_/namespaces/restore", data=form(erin, name="team"))
-    assert again.status_code == 409 and "exists" in again.text
+    assert again.status_code == 409 and "exists" in again.text and 'aria-label="Restore team"' not in again.text
 
 
 def test_links_to_the_pages_show_to_admins_only(client_for):
