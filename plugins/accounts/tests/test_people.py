@@ -146,3 +146,12 @@ def test_management_is_the_clis_too(store):
     with pytest.raises(ValidationError):
         manager.set_access("alice", ["root"], None)
     assert manager.set_access("alice", ["write", "read"], ["b", "a"])["namespaces"] == ["a", "b"]
+
+
+def test_an_account_of_a_provider_has_no_password_to_reset(app, store):
+    store.create("olga", None, ["write"], upstream={"issuer": "https://id.example.org", "subject": "42"})
+    with pytest.raises(ValidationError) as refused:
+        Management(store, SYSTEM).reset_password("olga", "a long password")
+    assert "https://id.example.org" in str(refused.value) and store.get("olga")["hash"] is None
+    page = signed_in(app, "root").get("/_/people/olga").text
+    assert "signs in through https://id.example.org" in page and "Reset the password" not in page
