@@ -80,11 +80,13 @@ class NamespaceRemovalMixin(WikiBase):
     def namespace_contents(self, name: str) -> NamespaceContents:
         """What deleting namespace ``name`` removes. Needs the admin scope and access to it.
         Raises NotFound when it does not exist."""
+        self._require_existing(name)
+        return self._contents(name, self.storage.hashes(name))
+
+    def _require_existing(self, name: str) -> None:
         self._require_admin_of(name)
         if not self.storage.exists(namespace_path(name)):
             raise NotFound(f"no namespace {name!r}; list_namespaces shows those that exist", field="name")
-        stored = self.storage.hashes(name)
-        return self._contents(name, stored)
 
     def _contents(self, name: str, stored: dict[str, str]) -> NamespaceContents:
         pages: list[str] = []
@@ -103,7 +105,9 @@ class NamespaceRemovalMixin(WikiBase):
         """Delete namespace ``name`` with every page and attachment in it, as one change, if it
         still holds what :meth:`namespace_contents` returned with ``digest``; else Conflict (with
         the current digest: show the person what goes now). Needs the admin scope and access."""
-        contents = self.namespace_contents(name)
+        self._require_existing(name)
+        stored = self.storage.hashes(name)  # once: what is deleted is what the digest covers
+        contents = self._contents(name, stored)
         if contents["digest"] != digest:
             raise Conflict(
                 f"namespace {name!r} changed since its contents were listed (it holds {len(contents['pages'])} pages "
@@ -111,7 +115,6 @@ class NamespaceRemovalMixin(WikiBase):
                 field="digest",
                 hash=contents["digest"],
             )
-        stored = self.storage.hashes(name)
         pages = []
         for slug in contents["pages"]:
             path = f"{slug}.md"
