@@ -17,12 +17,13 @@ from .test_browser import mcp, served, sign_in  # noqa: F401  (the fixture)
 
 
 def tab_to(browser: Any, name: str, limit: int = 80) -> Any:
-    """Press Tab until the field (or button) named ``name`` has the focus; return it."""
+    """Press Tab until the field (or button) named ``name`` (its name, else its aria-label, else
+    its text) has the focus; return it."""
     seen = []
     for _ in range(limit):
         ActionChains(browser).send_keys(Keys.TAB).perform()
         active = browser.switch_to.active_element
-        label = active.get_attribute("name") or active.text or active.tag_name
+        label = active.get_attribute("name") or active.get_attribute("aria-label") or active.text or active.tag_name
         seen.append(label)
         if label == name:
             return active

@@ -11,10 +11,10 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
 
 from hostcore import create_app
-from hostcore.testing import cli
+from hostcore.testing import cli, create_token
 
 from .editing_in_chromium import as_phone
-from .test_browser import Elsewhere, served, sign_in  # noqa: F401  (the fixture)
+from .test_browser import Elsewhere, mcp, served, sign_in  # noqa: F401  (the fixture)
 from .test_namespace_admin_browser import crumbs, fits, keys, submit_with_enter, tab_to
 
 
@@ -122,3 +122,16 @@ def test_a_persons_own_account_pages_at_a_phones_width_with_the_keyboard_alone(b
     submit_with_enter(browser)
     assert "Your password is changed" in browser.find_element(By.ID, "done").text
     assert Elsewhere(served.base).sign_in("quinn", "the second password of quinn").signed_in()
+
+
+def test_an_admin_revokes_a_token_made_on_the_command_line_with_the_keyboard(browser, served):  # noqa: F811
+    made = create_token(served.instance, "nightly-job", ["read"])
+    assert mcp(served.base, made, "list_namespaces", {})[0] == 200
+    as_phone(browser)
+    sign_in(browser, served, "/_/account/tokens")
+    row = browser.find_element(By.XPATH, "//tr[td[1][text()='nightly-job']]")
+    assert "none (command line)" in row.text and fits(browser)
+    tab_to(browser, "Revoke nightly-job")
+    submit_with_enter(browser)
+    assert not browser.find_elements(By.XPATH, "//tr[td[1][text()='nightly-job']]")
+    assert mcp(served.base, made, "list_namespaces", {})[0] == 401
