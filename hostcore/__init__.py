@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         sign_out,
     )
     from hostcore.domain.attachments import attachment_url, serving_headers, split_attachment_url
+    from hostcore.domain.namespaces import NAMESPACE_CHOICES, NAMESPACE_DEFAULTS
     from hostcore.domain.pages import Page, check_namespace, check_slug, wiki_links
     from hostcore.domain.principal import SCOPES, SYSTEM, Principal
     from hostcore.domain.query import (
@@ -106,6 +107,7 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.domain.attachments": ("attachment_url", "serving_headers", "split_attachment_url"),
+    "hostcore.domain.namespaces": ("NAMESPACE_CHOICES", "NAMESPACE_DEFAULTS"),
     "hostcore.domain.pages": ("Page", "check_namespace", "check_slug", "wiki_links"),
     "hostcore.domain.principal": ("SCOPES", "SYSTEM", "Principal"),
     "hostcore.domain.query": (
@@ -171,6 +173,8 @@ __all__ = [
     "HTTP_STATUS",
     "LOGIN_PATH",
     "LOGOUT_PATH",
+    "NAMESPACE_CHOICES",
+    "NAMESPACE_DEFAULTS",
     "SCOPES",
     "SYSTEM",
     "And",

@@ -61,6 +61,10 @@ DEFAULTS: dict[str, Any] = {
     "new": {},
     "export": {},
 }
+NAMESPACE_DEFAULTS = DEFAULTS
+"""What an unset setting reads as (public as ``hostcore.NAMESPACE_DEFAULTS``: a settings form starts from it)."""
+NAMESPACE_CHOICES: dict[str, tuple[str, ...]] = {"skin": SKINS, "palette": PALETTES, "widgets": WIDGETS}
+"""The allowed values of the settings that have a fixed set (public: a settings form offers them)."""
 LISTED = ("title", "description", "public")
 """The fields list_namespaces shows; with ``index`` they come first in the stored file."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")  # in new.slug, e.g. journal/{date}

@@ -28,6 +28,7 @@ from hostcore.service.context import ContextMixin
 from hostcore.service.documents import DocumentsMixin
 from hostcore.service.history import HistoryMixin
 from hostcore.service.links import LinksMixin
+from hostcore.service.namespace_removal import NamespaceRemovalMixin
 from hostcore.service.namespaces import NamespacesMixin
 from hostcore.service.pages import PagesMixin
 from hostcore.service.search import SearchMixin
@@ -36,6 +37,6 @@ from hostcore.service.sections import SectionsMixin
 
 class Wiki(
     BlameMixin, AssistantsMixin, ChangesMixin, ContextMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin,
-    HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin, ActivityMixin,
+    HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin, ActivityMixin, NamespaceRemovalMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""

@@ -4,7 +4,7 @@ Accounts live in ``host.shared`` (kind ``accounts``, keyed by name), so every wo
 ``REDIS_URL``, every host sees one set of accounts and one sign-in throttle. The plugin serves the
 sign-in page ``/_/login`` (and ``/_/logout``), answers the core's ``find_person`` hook (a signed-in
 person's scopes and namespaces; a disabled account is signed out at its next request) and adds
-``hostcore user create/list/disable/enable/passwd``.
+``hostcore user create/list/edit/disable/enable/passwd`` (through :class:`~hostcore_accounts.management.Management`, as the admin's people pages).
 
 Throttling (see docs/operators.md): each failed sign-in counts against the pair of the account
 name typed (whether or not it exists) and the client address, against the name alone and against
@@ -32,6 +32,7 @@ import secrets
 import string
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,6 +45,7 @@ from hostcore import (
     LOGIN_PATH,
     LOGOUT_PATH,
     SCOPES,
+    SYSTEM,
     NotFound,
     PluginHost,
     Principal,
@@ -52,7 +54,6 @@ from hostcore import (
     Slot,
     ValidationError,
     check_csrf,
-    check_namespace,
     end_sessions,
     hookimpl,
     person,
@@ -60,6 +61,9 @@ from hostcore import (
     sign_in,
     sign_out,
 )
+
+from .management import Management, check_access
+from .people import PEOPLE_PATH
 
 KIND = "accounts"
 FAILURES = "login-failures"
@@ -145,6 +149,20 @@ class AccountService(Protocol):
 ACCOUNTS: ServiceKey[AccountService] = ServiceKey("accounts", AccountService)
 
 
+class PeoplePages(Protocol):
+    """The admin's pages of every account (:mod:`hostcore_accounts.people`), for other plugins to link to."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class PeoplePage:
+    path: str
+
+
+PEOPLE_PAGES: ServiceKey[PeoplePages] = ServiceKey("people-pages", PeoplePages)
+
+
 class Accounts:
     """The accounts of one wiki, in its shared state."""
 
@@ -166,16 +184,12 @@ class Accounts:
         """Create an account (``password`` None: it signs in only through an upstream provider).
         Raises ValidationError naming the field at fault; nothing is written then."""
         check_name(name)
-        bad = [s for s in scopes if s not in SCOPES]
-        if not scopes or bad:
-            raise ValidationError(f"use one or more of {', '.join(SCOPES)} (got {', '.join(bad) or 'none'})", field="scope")
-        for ns in namespaces or []:
-            check_namespace(ns, "namespace")
+        scopes, namespaces = check_access(scopes, namespaces)
         record = {
             "name": name,
             "hash": hash_password(password) if password is not None else None,
-            "scopes": sorted(set(scopes)),
-            "namespaces": sorted(set(namespaces)) if namespaces else None,
+            "scopes": scopes,
+            "namespaces": namespaces,
             "disabled": False,
             "created": time.time(),
             "upstream": upstream,
@@ -304,6 +318,7 @@ def accounts(host: PluginHost) -> Accounts:
 @hookimpl
 def register_services(register: Any, host: PluginHost) -> None:
     register(ACCOUNTS, accounts(host))
+    register(PEOPLE_PAGES, PeoplePage(PEOPLE_PATH))
 
 
 def principal_of(record: dict[str, Any]) -> Principal:
@@ -371,6 +386,9 @@ def register_routes(app: Flask, host: PluginHost) -> None:
         return redirect(LOGIN_PATH, 303)
 
     app.register_blueprint(pages)
+    from .people import people_pages
+
+    app.register_blueprint(people_pages(host, accounts(host)))
 
 
 def _sessions(count: int) -> str:
@@ -407,16 +425,15 @@ def register_commands(cli: click.Group) -> None:
         """Create an account; its password comes from a prompt (or --password-stdin)."""
         check_name(name)
         password = _read_password(password_stdin)
-        accounts(obj.host()).create(name, password, list(scopes), list(namespaces) or None)
+        Management(accounts(obj.host()), SYSTEM).create(name, password, list(scopes), list(namespaces) or None)
         click.echo(f"created account {name}")
 
     @user_group.command("list")
     @click.pass_obj
     def list_(obj: Any) -> None:
         """List accounts: name, scopes, namespaces, state, last sign-in."""
-        store = accounts(obj.host())
-        for a in store.all():
-            seen = store.last_sign_in(a["name"])
+        for a in Management(accounts(obj.host()), SYSTEM).accounts():
+            seen = a["last_sign_in"]
             limit = ",".join(a["namespaces"]) if a.get("namespaces") else "all namespaces"
             last = time.strftime("%Y-%m-%d %H:%M", time.gmtime(seen)) if seen else "never"
             state = "disabled" if a.get("disabled") else "active"
@@ -428,13 +445,22 @@ def register_commands(cli: click.Group) -> None:
         @click.argument("name")
         @click.pass_obj
         def run(obj: Any, name: str) -> None:
-            host = obj.host()
-            accounts(host).update(name, disabled=disabled)
-            ended = f"; {_sessions(end_sessions(host, name))} ended" if disabled else ""
+            count = Management(accounts(obj.host()), SYSTEM).set_disabled(name, disabled)
+            ended = f"; {_sessions(count)} ended" if disabled else ""
             click.echo(f"{command}d {name}{ended}")
 
     switch("disable", True, "Disable an account: it cannot sign in, and its open sessions end at once.")
     switch("enable", False, "Enable a disabled account again.")
+
+    @user_group.command("edit")
+    @click.argument("name")
+    @click.option("--scope", "scopes", multiple=True, type=click.Choice(SCOPES), required=True, help="repeat for several")
+    @click.option("--namespace", "namespaces", multiple=True, help="limit the account to this namespace; repeat; none: all")
+    @click.pass_obj
+    def edit(obj: Any, name: str, scopes: tuple[str, ...], namespaces: tuple[str, ...]) -> None:
+        """Set an account's scopes and namespaces (both whole); its sessions and tokens follow at once."""
+        record = Management(accounts(obj.host()), SYSTEM).set_access(name, list(scopes), list(namespaces) or None)
+        click.echo(f"{name}: {' '.join(record['scopes'])}, {', '.join(record['namespaces'] or ['all namespaces'])}")
 
     @user_group.command("passwd")
     @click.argument("name")
@@ -443,8 +469,7 @@ def register_commands(cli: click.Group) -> None:
     def passwd(obj: Any, name: str, password_stdin: bool) -> None:
         """Set an account's password (from a prompt, or --password-stdin); every open session of
         the person ends (they sign in again with the new password)."""
-        store = accounts(obj.host())
-        if store.get(name) is None:
-            raise NotFound(f"no account named {name!r}; `hostcore user list` shows them", field="name")
-        ended = store.set_password(name, _read_password(password_stdin))
+        manager = Management(accounts(obj.host()), SYSTEM)
+        manager.get(name)
+        ended = manager.reset_password(name, _read_password(password_stdin))
         click.echo(f"password of {name} changed; {_sessions(ended)} ended (signed out everywhere)")

@@ -257,6 +257,13 @@ def test_user_commands(tmp_path):
     assert [line.split("\t")[0] for line in listed] == ["admin", "carol", "dave"]
     assert listed[1].split("\t")[1:5] == ["read", "team", "active", "last sign-in never"] and listed[2].split("\t")[1] == "write"
     assert "no account named 'nobody'" in user("disable", "nobody").stderr
+    edited = user("edit", "carol", "--scope", "read", "--scope", "write", "--namespace", "team", "--namespace", "notes")
+    assert edited.returncode == 0 and edited.stdout == "carol: read write, notes, team\n"
+    assert user("list").stdout.splitlines()[1].split("\t")[1:3] == ["read write", "notes,team"]
+    assert "is not one of" in user("edit", "carol", "--scope", "root").stderr
+    last = user("disable", "admin")  # the people pages need an admin of every namespace: the last one stays
+    assert last.returncode == 1 and "last active admin" in last.stderr
+    assert "last active admin" in user("edit", "admin", "--scope", "write").stderr
 
     # Issue 22 #4: a changed password (and a disabled account) ends the person's open sessions, and says so
     app = create_app(instance_path=instance, plugins=[WhoAmI()])

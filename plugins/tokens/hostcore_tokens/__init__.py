@@ -75,8 +75,40 @@ class TokenService(Protocol):
         """Revoke a token by name or id (of ``owner`` only, when given). Raises NotFound."""
         ...
 
+    def create_for(self, person: Principal, owner: str, name: str, scopes: builtins.list[str],
+                   namespaces: builtins.list[str] | None = None) -> str:  # fmt: skip
+        """A token of ``person`` (their account ``owner``), never holding a scope or namespace they
+        do not. Raises ValidationError naming the field."""
+        ...
+
+    def list_for(self, person: Principal, owner: str) -> builtins.list[dict[str, Any]]:
+        """The tokens ``person`` manages: every one for an admin of every namespace, else their own."""
+        ...
+
+    def revoke_for(self, person: Principal, owner: str, name_or_id: str) -> None:
+        """Revoke a token ``person`` manages (see :meth:`list_for`). Raises NotFound."""
+        ...
+
 
 TOKENS: ServiceKey[TokenService] = ServiceKey("tokens", TokenService)
+
+
+def manages_every_token(person: Principal) -> bool:
+    """An admin of every namespace sees and revokes every token, those made on the command line too."""
+    return person.has_scope("admin") and person.namespaces is None
+
+
+def check_grant(person: Principal, scopes: list[str], namespaces: list[str] | None) -> None:
+    """A token may not hold a scope or namespace its person does not. Raises ValidationError."""
+    for scope in scopes:
+        if scope not in SCOPES or not person.has_scope(scope):
+            raise ValidationError(f"you do not hold the {scope!r} scope; pick among those you hold", field="scope")
+    for ns in namespaces or []:
+        check_namespace(ns, "namespace")
+        if not person.can_access(ns):
+            raise ValidationError(f"you have no access to namespace {ns!r}; leave it out", field="namespace")
+    if person.namespaces is not None and not namespaces:
+        raise ValidationError("you are limited to some namespaces: name those the token may use", field="namespace")
 
 
 class TokenStore:
@@ -143,6 +175,20 @@ class TokenStore:
         if named and named["digest"] == token_digest:
             self.shared.delete(NAME, record["name"])
         self.shared.delete(USED, token_digest)
+
+    def create_for(self, person: Principal, owner: str, name: str, scopes: builtins.list[str],
+                   namespaces: builtins.list[str] | None = None) -> str:  # fmt: skip
+        """A token of ``person`` (their account ``owner``), within what they hold (:func:`check_grant`)."""
+        check_grant(person, scopes, namespaces)
+        return self.create(name, scopes, namespaces or None, owner=owner)
+
+    def list_for(self, person: Principal, owner: str) -> builtins.list[dict[str, Any]]:
+        """Every token for an admin of every namespace (:func:`manages_every_token`), else ``owner``'s."""
+        return self.list() if manages_every_token(person) else self.list(owner=owner)
+
+    def revoke_for(self, person: Principal, owner: str, name_or_id: str) -> None:
+        """Revoke a token ``person`` manages (see :meth:`list_for`). Raises NotFound."""
+        self.revoke(name_or_id, owner=None if manages_every_token(person) else owner)
 
     def verify(self, token: str) -> Principal | None:
         """The token's principal, or None when it is unknown or revoked: one read of shared state

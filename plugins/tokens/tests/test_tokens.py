@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from hostcore import NotFound, Unavailable, ValidationError, create_app
+from hostcore import NotFound, Principal, Unavailable, ValidationError, create_app
 from hostcore.testing.redis import redis_server
-from hostcore_tokens import digest, store
+from hostcore_tokens import check_grant, digest, store
 
 CONFIG = {"PLUGINS": ["fs", "tokens"], "STORAGE": "fs"}
 
@@ -159,3 +159,29 @@ def test_a_persons_token_acts_as_them_and_lists_only_theirs(host):
     now = bounded(tokens.verify(mine), Principal("person:carol", frozenset({"read"}), frozenset({"team"})))
     assert now.name == "person:carol" and now.scopes == {"read"} and now.namespaces == {"team"}
     assert bounded(tokens.verify(mine), None) is None
+
+
+def test_who_manages_which_tokens_is_the_plugins_rule(host):
+    """The web's tokens page asks these: an admin of every namespace sees and revokes every token
+    (those of the command line too), anyone else their own; a token holds no more than its person."""
+    tokens = store(host)
+    admin = Principal("person:ann", frozenset({"admin"}))
+    narrow_admin = Principal("person:ned", frozenset({"admin"}), frozenset({"team"}))
+    writer = Principal("person:wes", frozenset({"write"}), frozenset({"team"}))
+    tokens.create("from-cli", ["admin"])
+    tokens.create_for(writer, "wes", "wes-laptop", ["read"], ["team"])
+    tokens.create_for(narrow_admin, "ned", "ned-box", ["admin"], ["team"])
+    assert [t["name"] for t in tokens.list_for(admin, "ann")] == ["from-cli", "wes-laptop", "ned-box"]
+    assert [t["name"] for t in tokens.list_for(narrow_admin, "ned")] == ["ned-box"]
+    assert [t["name"] for t in tokens.list_for(writer, "wes")] == ["wes-laptop"]
+    with pytest.raises(NotFound):
+        tokens.revoke_for(narrow_admin, "ned", "from-cli")
+    with pytest.raises(NotFound):
+        tokens.revoke_for(writer, "wes", "ned-box")
+    tokens.revoke_for(admin, "ann", "from-cli")
+    assert [t["name"] for t in tokens.list()] == ["wes-laptop", "ned-box"]
+    for scopes, namespaces, field in ((["admin"], ["team"], "scope"), (["read"], ["ops"], "namespace"), (["read"], None, "namespace")):
+        with pytest.raises(ValidationError) as refused:
+            tokens.create_for(writer, "wes", "more", scopes, namespaces)
+        assert refused.value.field == field
+    check_grant(admin, ["admin"], None)  # an admin of everything may make a token for everything

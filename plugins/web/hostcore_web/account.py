@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from flask import abort, redirect, request, session, url_for
 
 import hostcore
-from hostcore import SCOPES, HostcoreError, Principal, RateLimited, ServiceKey, ValidationError, check_csrf, check_namespace
+from hostcore import SCOPES, HostcoreError, Principal, RateLimited, ServiceKey, ValidationError, check_csrf
 
 from .access import SignInFirst, host, viewer
 from .views import bp, page
@@ -29,13 +29,13 @@ SYSTEMS = (("Android", "Android"), ("iPhone", "iOS"), ("iPad", "iOS"), ("Mac OS 
 
 
 class Tokens(Protocol):
-    """What the token pages need of the tokens plugin's ``tokens`` service."""
+    """What the token pages need of the tokens plugin's ``tokens`` service (which decides what a person may see and do)."""
 
-    def create(self, name: str, scopes: list[str], namespaces: list[str] | None = None, owner: str | None = None) -> str: ...
+    def create_for(self, person: Principal, owner: str, name: str, scopes: list[str], namespaces: list[str] | None = None) -> str: ...
 
-    def list(self, owner: str | None = None) -> list[dict[str, Any]]: ...
+    def list_for(self, person: Principal, owner: str) -> list[dict[str, Any]]: ...
 
-    def revoke(self, name_or_id: str, owner: str | None = None) -> None: ...
+    def revoke_for(self, person: Principal, owner: str, name_or_id: str) -> None: ...
 
 
 class Passwords(Protocol):
@@ -73,7 +73,8 @@ def signed_in() -> tuple[Principal, str]:
 
 
 def is_admin(person: Principal) -> bool:
-    """An admin of the whole wiki (not one limited to some namespaces) manages every token."""
+    """An admin of the whole wiki (not one limited to some namespaces): the tokens page says they
+    see every token (the tokens plugin decides what they list and revoke: ``list_for``)."""
     return person.has_scope("admin") and person.namespaces is None
 
 
@@ -102,19 +103,6 @@ def account_page(template: str, person: Principal, title: str, status: int = 200
     return html, status, {"Cache-Control": "no-store"}
 
 
-def check_grant(person: Principal, scopes: list[str], namespaces: list[str]) -> None:
-    """A token may not hold a scope or namespace its person does not."""
-    for scope in scopes:
-        if scope not in SCOPES or not person.has_scope(scope):
-            raise ValidationError(f"you do not hold the {scope!r} scope; pick among those you hold", field="scope")
-    for ns in namespaces:
-        check_namespace(ns, "namespace")
-        if not person.can_access(ns):
-            raise ValidationError(f"you have no access to namespace {ns!r}; leave it out", field="namespace")
-    if person.namespaces is not None and not namespaces:
-        raise ValidationError("you are limited to some namespaces: name those the token may use", field="namespace")
-
-
 @bp.route("/_/account", methods=["GET"])
 def account() -> Any:
     return redirect(url_for("web.tokens" if token_store() is not None else "web.sessions"))
@@ -133,12 +121,11 @@ def tokens() -> Any:
         scopes = request.form.getlist("scope")
         namespaces = [n.strip() for n in request.form.get("namespaces", "").replace(",", " ").split() if n.strip()]
         try:
-            check_grant(person, scopes, namespaces)
-            created = {"name": name, "token": store.create(name, scopes, namespaces or None, owner=owner)}
+            created = {"name": name, "token": store.create_for(person, owner, name, scopes, namespaces)}
         except HostcoreError as exc:
             error = str(exc)
     admin = is_admin(person)
-    listed = store.list() if admin else store.list(owner=owner)
+    listed = store.list_for(person, owner)
     for t in listed:
         t["created_text"], t["used_text"] = when(t["created"]), when(t["last_used"])
     held = [s for s in SCOPES if person.has_scope(s)]
@@ -153,7 +140,7 @@ def revoke_token() -> Any:
     store = token_store()
     if store is None:
         abort(404)
-    store.revoke(request.form.get("id", ""), owner=None if is_admin(person) else owner)
+    store.revoke_for(person, owner, request.form.get("id", ""))
     return redirect(url_for("web.tokens"))
 
 
