@@ -1,7 +1,9 @@
 """Principals: who is calling, with which scopes, limited to which namespaces.
 
-Scopes are ordered: ``admin`` implies ``write``, and ``write`` implies ``read`` (a writer must read
-a page's hash before changing it). A principal limited to namespaces lists, reads and writes only
+Scopes are ordered, each implying the ones before it: ``read``; ``propose`` (read, and make change
+requests, never writing a page itself); ``write`` (a writer must read a page's hash before changing
+it, and may propose); ``review`` (write, and apply or reject anyone's change requests, whatever
+their risk); ``admin``. A principal limited to namespaces lists, reads and writes only
 those, whatever its scopes.
 """
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 
 from hostcore.errors import Forbidden, InsufficientScope
 
-SCOPES = ("read", "write", "admin")
+SCOPES = ("read", "propose", "write", "review", "admin")
 """Every scope, weakest first: each implies the ones before it."""
 SCOPE_ORDER = {scope: rank for rank, scope in enumerate(SCOPES, 1)}
 

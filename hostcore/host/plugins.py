@@ -22,7 +22,7 @@ DEFAULT_PLUGINS = (
     "hostcore.tools.pages", "hostcore.tools.namespaces", "hostcore.tools.links", "hostcore.tools.history",
     "hostcore.tools.search", "hostcore.tools.attachments", "hostcore.indexes.indexer",
     "hostcore.indexes.text_extractor", "hostcore.tools.documents", "hostcore.tools.sections", "hostcore.tools.changes",
-    "hostcore.tools.assistants",
+    "hostcore.tools.assistants", "hostcore.tools.change_requests",
 )
 ENTRY_POINT_GROUP = "hostcore"
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from hostcore.service.assistants import AssistantsMixin
 from hostcore.service.attachments import AttachmentsMixin
+from hostcore.service.change_requests import ChangeRequestsMixin
 from hostcore.service.changes import ChangesMixin
 from hostcore.service.documents import DocumentsMixin
 from hostcore.service.history import HistoryMixin
@@ -32,7 +33,7 @@ from hostcore.service.sections import SectionsMixin
 
 
 class Wiki(
-    AssistantsMixin, ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin,
+    AssistantsMixin, ChangeRequestsMixin, ChangesMixin, LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin,
     AttachmentsMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""
