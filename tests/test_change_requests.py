@@ -243,7 +243,9 @@ def test_who_sees_applies_and_rejects(host: Host) -> None:
 def test_two_appliers_at_once_one_wins_and_nothing_lands_twice(host: Host) -> None:
     _seed(host)
     made = host.wiki(BOT).create_change_request(
-        [{"op": "append", "slug": "notes/b", "markdown": "once"}, {"op": "save", "slug": "notes/c", "body": "c\n"}], "Race", "asked"
+        [{"op": "append", "slug": "notes/b", "markdown": "once"}, {"op": "save", "slug": "notes/c", "body": "c\n"}],
+        "Race",
+        "asked",
     )
     barrier = threading.Barrier(2)
     results: list[object] = []

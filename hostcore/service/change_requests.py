@@ -212,7 +212,13 @@ class ChangeRequestsMixin(ChangesMixin):
             elif p.outcome == "unchanged":
                 warnings.append({"field": f"changes[{i}]", "code": "unchanged", "message": f"changes[{i}]: changes nothing on the current page",
                                  "fix": "drop it, or change what it writes"})  # fmt: skip
-        return {"valid": not errors, "risk": risk, "namespaces": dom.namespaces_of(changes), "errors": errors, "warnings": warnings}
+        return {
+            "valid": not errors,
+            "risk": risk,
+            "namespaces": dom.namespaces_of(changes),
+            "errors": errors,
+            "warnings": warnings,
+        }
 
     def create_change_request(
         self, changes: list[dict[str, Any]], title: str, reason: str, description: str = "", source: str = ""
@@ -411,7 +417,12 @@ class ChangeRequestsMixin(ChangesMixin):
         return record, digest
 
     def list_change_requests(
-        self, state: str | None = "open", namespace: str | None = None, author: str | None = None, offset: int = 0, limit: int = 20
+        self,
+        state: str | None = "open",
+        namespace: str | None = None,
+        author: str | None = None,
+        offset: int = 0,
+        limit: int = 20,
     ) -> RequestList:
         if state is not None and state not in dom.STATES:
             raise ValidationError(f"must be one of {', '.join(dom.STATES)}, or omitted for all", field="state")
@@ -580,4 +591,3 @@ def _summary(record: dict[str, Any]) -> Summary:
 def _decided_result(record: dict[str, Any]) -> Decided:
     return {"id": record["id"], "state": record["state"], "risk": record["risk"], "decided_by": record["decided_by"],
             "decided_at": record["decided_at"], "note": record["note"], "changes": record.get("applied", [])}  # fmt: skip
-

@@ -30,9 +30,7 @@ class RequestChange(PageFields):
         Field(description="save (create or update), edit (exact-text edits), append (add Markdown), section (replace a "
               "section's text), move or delete"),
     ]  # fmt: skip
-    markdown: NotRequired[
-        Annotated[str, Field(min_length=1, max_length=MAX_BODY_BYTES, description="append: Markdown to add")]
-    ]
+    markdown: NotRequired[Annotated[str, Field(min_length=1, max_length=MAX_BODY_BYTES, description="append: Markdown to add")]]
     section_id: NotRequired[SectionId]
     position: NotRequired[Annotated[Position, Field(description="append: end (default), start, before or after")]]
     rev: NotRequired[Rev]
