@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hostcore import SYSTEM, Conflict, InsufficientScope, NotFound, Principal, ValidationError, create_app
+from hostcore import SYSTEM, Conflict, Forbidden, InsufficientScope, NotFound, Principal, ValidationError, create_app
 from hostcore.domain.change_requests import FOLDER
 from hostcore.host.host import Host
 from hostcore.testing.s3 import prefix_for, s3_server  # noqa: F401  (the fixture)
@@ -279,3 +279,37 @@ def test_change_requests_stay_out_of_pages_search_and_history(host: Host) -> Non
     assert w.search("words")["hits"] == [] and w.search("team")["hits"]  # the index works, and holds no request
     if host.storage.has_history:
         assert all(".changes" not in f for c in w.recent_changes(limit=20)["commits"] for f in c["files"])
+
+
+def test_a_namespace_under_review_turns_writes_into_change_requests(host: Host) -> None:
+    h = _seed(host)
+    admin = host.wiki(SYSTEM)
+    admin.save_namespace("notes", basehash=admin.read_namespace("notes")["hash"], review=True)
+    assert admin.read_namespace("notes")["review"] is True
+    wes = host.wiki(who("wes", "write", client="cursor 1.0"))
+    saved = wes.save_page("notes/b", basehash=h["notes/b"], body="changed\n")
+    assert saved["changed"] is False and saved["proposed"].startswith("cr-") and "review scope" in saved["review"]
+    edited = wes.edit_page("notes/a", h["notes/a"], [{"oldText": "keep me", "newText": "kept"}])
+    deleted = wes.delete_page("notes/gone")
+    appended = wes.append_to_page("notes/b", "more")
+    several = wes.apply_changes([{"op": "save", "slug": "notes/n1", "body": "1"}, {"op": "delete", "slug": "notes/linked"}])
+    assert all(r["proposed"] for r in (edited, deleted, appended, several)) and not several["changed"]
+    assert admin.page("notes/b").body == "bee\n" and admin.page("notes/gone").body == "to delete\n"
+    assert not admin.storage.exists("notes/n1.md")
+    listed = admin.list_change_requests(author="wes")["change_requests"]
+    assert len(listed) == 5 and listed[-1]["title"] == "save_page: notes/b" and listed[-1]["client"] == "cursor 1.0"
+    with pytest.raises(Conflict):  # a stale write is refused as before, not proposed
+        wes.save_page("notes/b", basehash="0" * 40, body="x")
+    with pytest.raises(Forbidden, match="takes changes by review"):  # writes that cannot be proposed are refused
+        wes.move_page("notes/b", "notes/b2", h["notes/b"])
+    with pytest.raises(Forbidden, match="takes changes by review"):  # a writer applies no additive request here either
+        wes.apply_change_request(appended["proposed"])
+    assert wes.save_page("team/t", basehash=h["team/t"], body="lands\n")["changed"]  # other namespaces as before
+    reviewer = host.wiki(REVIEWER)
+    assert reviewer.save_page("notes/b", basehash=h["notes/b"], body="by a reviewer\n")["changed"]
+    assert "proposed" not in reviewer.apply_changes([{"op": "save", "slug": "notes/n2", "body": "2"}])
+    assert reviewer.apply_change_request(appended["proposed"])["state"] == "applied"
+    assert admin.page("notes/b").body == "by a reviewer\n\nmore\n"
+    with pytest.raises(Conflict) as caught:  # its base moved on: the reviewer's own save came first
+        reviewer.apply_change_request(saved["proposed"])
+    assert caught.value.data["needs_refresh"] is True

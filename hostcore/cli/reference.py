@@ -24,6 +24,13 @@ Scopes: `read` < `propose` < `write` < `review` < `admin`; each implies the ones
 scope is a tool error with code `insufficient_scope` naming the scope it needs. A token limited to
 namespaces lists, reads and writes only pages in them (`forbidden` otherwise).
 
+In a namespace whose `review` setting is on, a write by a caller without the `review` scope does
+not land: save_page, edit_page (without rebase), delete_page, append_to_page and apply_changes make
+a change request of it instead (after the same checks) and answer with `changed: false`,
+`proposed` (its id) and `review` (what happens next, to tell the person); every other write there
+(moves, renames, section edits, attachments, capture, applying a change request) fails with
+`forbidden`.
+
 Errors are tool results with `isError: true` and no `structuredContent` (a tool's output schema
 describes its success, and the TypeScript SDK client checks `structuredContent` against it even on
 errors). The last text block is the error as a JSON object: a stable `code` (`validation_error`,

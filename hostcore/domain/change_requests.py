@@ -45,8 +45,8 @@ def id_of(path: str) -> str | None:
 
 
 def new_id(now: datetime) -> str:
-    """A new id: its time first (so ids sort oldest first), then random hex."""
-    return f"cr-{now.astimezone(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+    """A new id: its time to the microsecond first (so ids sort oldest first), then random hex."""
+    return f"cr-{now.astimezone(UTC):%Y%m%d-%H%M%S%f}-{secrets.token_hex(4)}"
 
 
 def check_id(value: str, field: str = "id") -> str:

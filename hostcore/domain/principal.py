@@ -48,9 +48,10 @@ class Principal:
         """Raise InsufficientScope naming ``scope`` unless the principal holds it."""
         if not self.has_scope(scope):
             held = ", ".join(sorted(self.scopes)) or "none"
+            hint = " It may propose changes instead: create_change_request." if scope == "write" and self.has_scope("propose") else ""
             raise InsufficientScope(
                 f"this call needs the {scope!r} scope; your token has: {held}. "
-                f"Ask an admin for a token with the {scope!r} scope.",
+                f"Ask an admin for a token with the {scope!r} scope.{hint}",
                 required_scope=scope,
             )
 

@@ -45,6 +45,8 @@ class ChangedPage(TypedDict):
 class ChangesResult(TypedDict):
     changes: list[ChangedPage]
     changed: bool
+    proposed: NotRequired[str]
+    review: NotRequired[str]
 
 
 class ChangesMixin(LinksMixin):
@@ -67,6 +69,13 @@ class ChangesMixin(LinksMixin):
                 exc.data.setdefault("index", i)
                 raise
         writing = [p for p in plans if p.ops]
+        based = [  # a change request deletes only with a basehash: the one each delete was checked against
+            {**c, "basehash": p.previous.hash} if c["op"] == "delete" and p.previous is not None else c
+            for c, p in zip(changes, plans, strict=True)
+        ]
+        if writing and (proposal := self._proposal("apply_changes", based)) is not None:
+            unchanged = [{**_entry(c, p), "hash": p.previous.hash if p.previous else "", "changed": False} for c, p in zip(changes, plans, strict=True)]
+            return {"changes": unchanged, "changed": False, **proposal}  # type: ignore[typeddict-item]
         if writing:
             self._write(changes, plans, writing)
         return {"changes": [_entry(c, p) for c, p in zip(changes, plans, strict=True)], "changed": bool(writing)}
