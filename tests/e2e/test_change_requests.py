@@ -90,3 +90,28 @@ async def test_change_requests_reach_the_official_clients_whole(server, typescri
         return
     log = server._git("log", "-1", "--format=%an%n%B", "--", f"{slug}.md").stdout.decode()
     assert log.startswith(f"cr-review\napply_change_request: {structural}: Tidy") and "Approved-by: cr-review" in log
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_writes_in_a_namespace_under_review_answer_proposed(server, typescript_sdk, client):  # noqa: F811
+    ns = f"rv-{client.replace(' ', '-').replace('.', '')}"
+    async with mcp_session(server, server.tokens["admin"]) as c:
+        ok(await c.call_tool("save_namespace", {"name": ns, "title": "Reviewed", "review": True}))
+        base = ok(await c.call_tool("save_page", {"slug": f"{ns}/a", "body": "one\n"}))["hash"]
+    write = server.tokens["write"]
+    cases: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+        (write, "save_page", {"slug": f"{ns}/a", "basehash": base, "body": "two\n"}, {"changed": False, "hash": base}),
+        (write, "edit_page", {"slug": f"{ns}/a", "basehash": base, "edits": [{"oldText": "one", "newText": "1"}]}, {"changed": False}),
+        (write, "append_to_page", {"slug": f"{ns}/a", "markdown": "more"}, {"changed": False}),
+        (write, "delete_page", {"slug": f"{ns}/a", "basehash": base}, {"deleted": False}),
+        (write, "apply_changes", {"changes": [{"op": "save", "slug": f"{ns}/b", "body": "b\n"}]}, {"changed": False}),
+        (write, "move_page", {"slug": f"{ns}/a", "new_slug": f"{ns}/c", "basehash": base}, {"code": "forbidden"}),
+        (write, "save_page", {"slug": f"{ns}/a", "basehash": "0" * 40, "body": "x"}, {"code": "conflict"}),
+    ]  # fmt: skip
+    got = await _run(server, typescript_sdk, client, [(t, n, a) for t, n, a, _ in cases])
+    results = [_check(o, e, n) for (_t, n, _a, e), o in zip(cases, got, strict=True)]
+    assert all(r["proposed"].startswith("cr-") and "review scope" in r["review"] for r in results[:5])
+    async with mcp_session(server, server.tokens["read"]) as c:
+        assert ok(await c.call_tool("read_page", {"slug": f"{ns}/a"}))["body"] == "one\n"
+        listed = ok(await c.call_tool("list_change_requests", {"namespace": ns}))
+    assert listed["total"] == 5 and {r["author"] for r in listed["change_requests"]} == {"write"}
