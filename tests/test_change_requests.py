@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hostcore import SYSTEM, Conflict, Forbidden, InsufficientScope, NotFound, Principal, ValidationError, create_app
+from hostcore import SYSTEM, Conflict, Forbidden, InsufficientScope, NotFound, Principal, TooLarge, ValidationError, create_app
 from hostcore.domain.change_requests import FOLDER
 from hostcore.host.host import Host
 from hostcore.testing.s3 import prefix_for, s3_server  # noqa: F401  (the fixture)
@@ -313,3 +313,14 @@ def test_a_namespace_under_review_turns_writes_into_change_requests(host: Host) 
     with pytest.raises(Conflict) as caught:  # its base moved on: the reviewer's own save came first
         reviewer.apply_change_request(saved["proposed"])
     assert caught.value.data["needs_refresh"] is True
+
+
+def test_a_request_too_large_to_store_is_refused_whole(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hostcore.domain import change_requests
+
+    _seed(host)
+    monkeypatch.setattr(change_requests, "MAX_RECORD_BYTES", 2000)
+    with pytest.raises(TooLarge) as caught:
+        host.wiki(BOT).create_change_request([{"op": "save", "slug": "notes/big", "body": "x" * 3000}], "Big", "asked")
+    assert caught.value.field == "changes" and "Split it" in caught.value.message
+    assert host.storage.list(FOLDER) == []

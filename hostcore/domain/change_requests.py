@@ -31,6 +31,8 @@ MAX_DESCRIPTION = 10_000
 MAX_REASON = 2_000
 MAX_SOURCE = 2_000
 MAX_NOTE = 2_000
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+"""A stored change request, with the base text of the pages it saves or edits."""
 
 
 def record_path(request_id: str) -> str:

@@ -41,7 +41,7 @@ from hostcore.domain import sections as sec
 from hostcore.domain.edits import text_diff
 from hostcore.domain.pages import Page, check_body, page_path
 from hostcore.domain.rebase import rebase as rebase_edits
-from hostcore.errors import Conflict, HostcoreError, InsufficientScope, NotFound, ValidationError
+from hostcore.errors import Conflict, HostcoreError, InsufficientScope, NotFound, TooLarge, ValidationError
 from hostcore.seams.storage import Put
 from hostcore.service.changes import MAX_CHANGES, ChangedPage, ChangesMixin, _entry, check_fields, claim
 from hostcore.service.pages import Plan
@@ -243,8 +243,15 @@ class ChangeRequestsMixin(ChangesMixin):
             "namespaces": checked["namespaces"], "changes": changes, "bases": [self._base_text(c) for c in changes],
             "decided_by": "", "decided_client": "", "decided_at": "", "note": "", "applied": [],
         }  # fmt: skip
+        data = dom.to_bytes(record)
+        if len(data) > dom.MAX_RECORD_BYTES:
+            raise TooLarge(
+                f"would be stored as {len(data)} bytes with the text of the pages it changes; at most "
+                f"{dom.MAX_RECORD_BYTES} (8 MiB). Split it into smaller change requests; nothing was saved",
+                field="changes",
+            )
         change = self._change("create_change_request", f"{request_id}: {record['title']}")
-        self._store([Put(dom.record_path(request_id), dom.to_bytes(record), expect=None)], change)
+        self._store([Put(dom.record_path(request_id), data, expect=None)], change)
         return {"id": request_id, "state": "open", "risk": checked["risk"], "namespaces": checked["namespaces"],
                 "warnings": checked["warnings"]}  # fmt: skip
 
