@@ -324,3 +324,19 @@ def test_a_request_too_large_to_store_is_refused_whole(host: Host, monkeypatch: 
         host.wiki(BOT).create_change_request([{"op": "save", "slug": "notes/big", "body": "x" * 3000}], "Big", "asked")
     assert caught.value.field == "changes" and "Split it" in caught.value.message
     assert host.storage.list(FOLDER) == []
+
+
+def test_two_hosts_on_one_storage_share_change_requests(host: Host, config, tmp_path) -> None:
+    h = _seed(host)
+    other: Host = create_app(config, instance_path=tmp_path / "instance").extensions["hostcore"]
+    try:
+        made = host.wiki(BOT).create_change_request(
+            [{"op": "save", "slug": "notes/b", "basehash": h["notes/b"], "body": "from host one\n"}], "Shared", "asked"
+        )
+        assert [r["id"] for r in other.wiki(REVIEWER).list_change_requests()["change_requests"]] == [made["id"]]
+        other.wiki(REVIEWER).apply_change_request(made["id"])
+        assert host.wiki(SYSTEM).page("notes/b").body == "from host one\n"
+        with pytest.raises(Conflict, match="applied already"):
+            host.wiki(REVIEWER).apply_change_request(made["id"])
+    finally:
+        other.close()
