@@ -59,7 +59,7 @@ def validate_change_request(
 ) -> Validation:
     """Check a change request without saving it: every problem, each with field, code, message and a suggested fix.
 
-    Arguments as create_change_request. Each operation is checked against the current pages as its
+    Arguments: changes, title, reason, description and source, as create_change_request. Each operation is checked against the current pages as its
     own tool would check it (a stale basehash or rev is an error with code conflict). The result says
     valid, the risk the server computes (additive: new pages and appends; structural: saves over
     pages, edits, section edits, moves; destructive: deletes, and moves of pages other pages link to),
