@@ -136,6 +136,8 @@ def test_a_change_request_is_proposed_reviewed_and_applied_as_one_change(host: H
     try:
         kept = again.wiki(REVIEWER).read_change_request(made["id"])
         assert kept["state"] == "applied" and kept["decided_by"] == "ann" and kept["title"] == "Tidy notes"
+        hashes = {c["slug"]: c["hash"] for c in kept["applied"]}
+        assert hashes["notes/b"] == again.wiki(SYSTEM).page("notes/b").hash and hashes["notes/gone"] == ""
     finally:
         again.close()
 

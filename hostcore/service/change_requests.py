@@ -150,6 +150,7 @@ class RequestView(Summary):
     note: str
     changes: list[RequestedChange]
     pages: list[Outcome]
+    applied: list[ChangedPage]
 
 
 class Created(TypedDict):
@@ -456,7 +457,7 @@ class ChangeRequestsMixin(ChangesMixin):
         outcomes = self._outcomes(record, diffs=True)
         keep = ("description", "reason", "source", "decided_by", "decided_client", "decided_at", "note")
         return {**_summary(record), **{k: record.get(k, "") for k in keep}, "changes": record["changes"],  # type: ignore[typeddict-item]
-                "pages": outcomes}  # fmt: skip
+                "pages": outcomes, "applied": record.get("applied", [])}  # fmt: skip
 
     def dry_run_change_request(self, id: str) -> DryRun:
         """What applying the request would do now, operation by operation; writes nothing."""

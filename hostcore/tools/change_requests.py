@@ -124,7 +124,7 @@ def read_change_request(id: RequestId, *, wiki: Wiki) -> RequestView:
 
     Arguments: id. pages lists each operation's outcome now (as dry_run_change_request) with a unified
     diff of its page against the current text (for a save whose basehash drifted: against the text it
-    was made on).
+    was made on); applied, once it is, lists each page's hash after it ("" when deleted).
     """
     return wiki.read_change_request(id)
 
