@@ -342,3 +342,24 @@ def test_two_hosts_on_one_storage_share_change_requests(host: Host, config, tmp_
             host.wiki(REVIEWER).apply_change_request(made["id"])
     finally:
         other.close()
+
+
+def test_export_and_import_carry_change_requests_to_another_backend(host: Host, backend: str, tmp_path) -> None:
+    from hostcore.service.migration import export_wiki, import_wiki
+
+    h = _seed(host)
+    made = host.wiki(BOT).create_change_request(
+        [{"op": "save", "slug": "notes/b", "basehash": h["notes/b"], "body": "moved with it\n"}], "Travels", "asked"
+    )
+    export_wiki(host.storage, tmp_path / "export")
+    target_kind = "fs" if backend != "fs" else "git"
+    target: Host = create_app(
+        {"PLUGINS": [target_kind, "tokens"], "STORAGE": target_kind}, instance_path=tmp_path / "target"
+    ).extensions["hostcore"]
+    try:
+        import_wiki(target.storage, tmp_path / "export", tmp_path / "state.json")
+        assert target.wiki(REVIEWER).read_change_request(made["id"])["title"] == "Travels"
+        target.wiki(REVIEWER).apply_change_request(made["id"])
+        assert target.wiki(SYSTEM).page("notes/b").body == "moved with it\n"
+    finally:
+        target.close()
