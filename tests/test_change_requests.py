@@ -292,6 +292,8 @@ def test_a_namespace_under_review_turns_writes_into_change_requests(host: Host) 
     saved = wes.save_page("notes/b", basehash=h["notes/b"], body="changed\n")
     assert saved["changed"] is False and saved["proposed"].startswith("cr-") and "review scope" in saved["review"]
     edited = wes.edit_page("notes/a", h["notes/a"], [{"oldText": "keep me", "newText": "kept"}])
+    rebasing = wes.edit_page("notes/a", h["notes/a"], [{"oldText": "first line", "newText": "line one"}], rebase=True)
+    assert rebasing["proposed"] and rebasing["rebased"] is False and "line one" not in admin.page("notes/a").body
     deleted = wes.delete_page("notes/gone")
     appended = wes.append_to_page("notes/b", "more")
     several = wes.apply_changes([{"op": "save", "slug": "notes/n1", "body": "1"}, {"op": "delete", "slug": "notes/linked"}])
@@ -299,7 +301,7 @@ def test_a_namespace_under_review_turns_writes_into_change_requests(host: Host) 
     assert admin.page("notes/b").body == "bee\n" and admin.page("notes/gone").body == "to delete\n"
     assert not admin.storage.exists("notes/n1.md")
     listed = admin.list_change_requests(author="wes")["change_requests"]
-    assert len(listed) == 5 and listed[-1]["title"] == "save_page: notes/b" and listed[-1]["client"] == "cursor 1.0"
+    assert len(listed) == 6 and listed[-1]["title"] == "save_page: notes/b" and listed[-1]["client"] == "cursor 1.0"
     with pytest.raises(Conflict):  # a stale write is refused as before, not proposed
         wes.save_page("notes/b", basehash="0" * 40, body="x")
     with pytest.raises(Forbidden, match="takes changes by review"):  # writes that cannot be proposed are refused

@@ -25,7 +25,7 @@ scope is a tool error with code `insufficient_scope` naming the scope it needs. 
 namespaces lists, reads and writes only pages in them (`forbidden` otherwise).
 
 In a namespace whose `review` setting is on, a write by a caller without the `review` scope does
-not land: save_page, edit_page (without rebase), delete_page, append_to_page and apply_changes make
+not land: save_page, edit_page, delete_page, append_to_page and apply_changes make
 a change request of it instead (after the same checks) and answer with `changed: false`,
 `proposed` (its id) and `review` (what happens next, to tell the person); every other write there
 (moves, renames, section edits, attachments, capture, applying a change request) fails with

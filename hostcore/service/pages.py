@@ -268,6 +268,10 @@ class PagesMixin(WikiBase):
             }  # fmt: skip
             if dry_run or not changed:
                 return result
+            # rebased or not, the edits apply to the current page as it is: that is what is proposed
+            asked = {"op": "edit", "slug": slug, "basehash": current.hash, "edits": edits}
+            if change is None and (proposal := self._proposal("edit_page", [asked])) is not None:
+                return {**result, "changed": False, **proposal}
             change = change or self._change("edit_page", slug)
             try:
                 self._store([Put(page_path(slug), new_page.to_bytes(), expect=current.hash)], change)
