@@ -1,7 +1,7 @@
 """A 50-page change request through /_/mcp: validated, created, dry-run, read (with 50 diffs) and
 applied, each call timed.
 
-    python bench/change_requests.py [--pages 50] [--rounds 5] [--workers 2]
+    python bench/change_requests.py [--pages 50] [--rounds 10] [--workers 2]
 
 On a fresh ``hostcore init`` instance (the embedded default: git storage) served by ``hostcore
 serve`` (--workers gunicorn workers), with tokens made by the CLI: one that may only propose, one
@@ -70,7 +70,7 @@ def run(url: str, tokens: dict[str, str], pages: int, rounds: int) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
