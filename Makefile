@@ -19,6 +19,8 @@ BIND ?= 127.0.0.1:8080
 WORKERS ?= 2
 MERMAID_VERSION := 11.17.2
 MERMAID := plugins/web/hostcore_web/static/vendor/mermaid.min.js
+EASYMDE_VERSION := 2.21.0
+EASYMDE := plugins/web/hostcore_web/static/vendor/easymde.min.js
 
 .PHONY: install install-serve serve test check lint tools servers bench clean
 
@@ -36,7 +38,7 @@ $(BIN)/.installed: $(BIN)/.serving
 	@$(PIP_INSTALL) -e '.[test]' $(PLUGIN_TEST_INSTALLS)
 	@touch $@
 
-install-serve: $(BIN)/.serving $(MERMAID)
+install-serve: $(BIN)/.serving $(MERMAID) $(EASYMDE)
 
 install: install-serve $(BIN)/.installed
 
@@ -46,6 +48,13 @@ $(MERMAID):
 	cd $(dir $@) && { npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && \
 	  tar xzf mermaid-$(MERMAID_VERSION).tgz --strip-components=2 package/dist/mermaid.min.js && \
 	  rm -f mermaid-$(MERMAID_VERSION).tgz; } || echo "mermaid not fetched (needs npm): diagrams show as code"
+
+# EasyMDE (the page editor: toolbar, side-by-side preview), served from the wiki itself; without npm the editor is a plain textarea
+$(EASYMDE):
+	@mkdir -p $(dir $@)
+	cd $(dir $@) && { npm pack --silent easymde@$(EASYMDE_VERSION) >/dev/null && \
+	  tar xzf easymde-$(EASYMDE_VERSION).tgz --strip-components=2 package/dist/easymde.min.js package/dist/easymde.min.css && \
+	  rm -f easymde-$(EASYMDE_VERSION).tgz; } || echo "EasyMDE not fetched (needs npm): the editor is a plain textarea"
 
 tools:
 	tests/conformance/run.sh --install

@@ -15,8 +15,15 @@ person, the service call, rendering, sanitising, templates):
 - the index page of a namespace of --pages pages (default widgets: pages, pinned, tags, recent
   changes): warm; the first request after a page of it changed; baseline ``list_pages`` of 100
   of those pages, the MCP tool's default;
-- both again as the first request of a restarted worker: a new process on the same instance
-  (``--firsts`` processes; imports and app made before the clock starts).
+- the editor: the edit page of the 100 KB page (its text in the form; EasyMDE and editor.js are
+  static files a browser keeps), warm and first in a restarted worker, and the preview of its
+  whole text (``POST /_/web/preview/...``: what each pause in typing asks);
+- a page of the --pages namespace: its sidebar lists that namespace's page tree;
+- a page with 12 attachments (4 images, 4 PDFs, 4 text documents whose text it shows);
+- the diff of the 100 KB page between two revisions ten paragraphs apart, words marked, inline
+  and side by side;
+- the page, the index and the edit page again as the first request of a restarted worker: a new
+  process on the same instance (``--firsts`` processes; imports and app made before the clock starts).
 
 Prints p50/p95 per case and the ratio to its baseline; aim: under 50 ms each. Never asserts timings.
 """
@@ -40,6 +47,7 @@ from timing import percentiles, timed
 
 from hostcore import SYSTEM, Change, Page, Principal, Put, create_app, hookimpl
 from hostcore.testing import sign_in_client
+from hostcore.testing.documents import pdf_document, png_image
 
 PERSON = Principal("bench", frozenset({"write"}))
 CONFIG = {"PLUGINS": ["git", "tokens", "sqlite", "web"], "STORAGE": "git", "SEARCH": "sqlite"}
@@ -78,18 +86,20 @@ def worker(instance: str) -> None:
     sign_in_client(client, "bench")
     page = timed(lambda: client.get("/notes/big"), 1)[0]
     index = timed(lambda: client.get("/big/"), 1)[0]
-    print(f"{page} {index}")
+    edit = timed(lambda: client.get("/_/edit/notes/big"), 1)[0]
+    print(f"{page} {index} {edit}")
     app.extensions["hostcore"].close()
 
 
-def restarted(instance: Path, runs: int) -> tuple[list[float], list[float]]:
-    pages, indexes = [], []
+def restarted(instance: Path, runs: int) -> tuple[list[float], list[float], list[float]]:
+    pages, indexes, edits = [], [], []
     for _ in range(runs):
         out = subprocess.run([sys.executable, __file__, "--worker", str(instance)], capture_output=True, text=True, check=True)
-        page, index = out.stdout.split()
+        page, index, edit = out.stdout.split()
         pages.append(float(page))
         indexes.append(float(index))
-    return pages, indexes
+        edits.append(float(edit))
+    return pages, indexes, edits
 
 
 def main() -> None:
@@ -122,7 +132,7 @@ def main() -> None:
         ]  # fmt: skip
         host.storage.apply(puts, Change(author="bench", message="bench: many pages"))
         client = app.test_client()
-        sign_in_client(client, "bench")
+        csrf = sign_in_client(client, "bench")
         host.wiki(PERSON).page_facts("big")  # the link graph catches up with the pages written above
         made = time.perf_counter() - start
         print(f"web_render: page of {len(body) // 1000} KB with 200 wiki-links; namespace of {args.pages} pages "
@@ -160,7 +170,34 @@ def main() -> None:
             slug = f"big/folder-{n}/page-{n}"
             admin.save_page(slug, admin.page(slug).hash, f"changed {n}", f"Page {n}", [f"tag{n}"])
             index_changed += timed(lambda: client.get("/big/"), 1)
-        worker_page, worker_index = restarted(host.instance_path, args.firsts)
+        edit_first_ever = timed(lambda: client.get("/_/edit/notes/big"), 1)[0]
+        edit_page = timed(lambda: client.get("/_/edit/notes/big"), args.runs)
+        assert b"data-preview" in client.get("/_/edit/notes/big").data
+        preview = timed(lambda: client.post("/_/web/preview/notes/big", data={"csrf_token": csrf, "body": body}), args.runs)
+        typed = []
+        for n in range(args.runs):  # a word more each time, as typing does: one block changed
+            more = body.replace("paragraph 0.", f"paragraph 0 and word {n}.", 1)
+            typed += timed(lambda more=more: client.post("/_/web/preview/notes/big", data={"csrf_token": csrf, "body": more}), 1)
+        in_big = timed(lambda: client.get("/big/folder-1/page-1"), args.runs)
+        assert b'<nav class="tree"' in client.get("/big/folder-1/page-1").data
+        admin.save_page("notes/with-files", body="A page with files.", title="With files")
+        for i in range(4):
+            for name, data in [(f"photo-{i}.png", png_image(400, 300)), (f"report-{i}.pdf", pdf_document([f"Report {i}."])),
+                               (f"notes-{i}.txt", f"Notes {i}: ".encode() + b"words " * 2000)]:  # fmt: skip
+                ticket = admin.upload_attachment("notes/with-files", name)
+                admin.complete_upload(ticket["upload_url"].rsplit("/", 1)[1], data)
+        assert client.get("/notes/with-files").data.count(b'class="file file-') == 12
+        with_files = timed(lambda: client.get("/notes/with-files"), args.runs)
+        before = wiki.page_history("notes/big", 0, 1)["commits"][0]["id"]
+        changed = body
+        for n in range(10):
+            changed = changed.replace(f"link to [[target-{n * 8}]]", f"link to [[target-{n * 8}]] (see also {n})", 1)
+        admin.save_page("notes/big", wiki.read_page("notes/big")["hash"], changed, "Big page")
+        after = wiki.page_history("notes/big", 0, 1)["commits"][0]["id"]
+        assert b"<ins>" in client.get(f"/_/diff/notes/big?from={before}&to={after}").data
+        diff_inline = timed(lambda: client.get(f"/_/diff/notes/big?from={before}&to={after}"), args.runs)
+        diff_split = timed(lambda: client.get(f"/_/diff/notes/big?from={before}&to={after}&view=split"), args.runs)
+        worker_page, worker_index, worker_edit = restarted(host.instance_path, args.firsts)
 
         def line(name: str, samples: list[float], base: list[float] | None = None) -> None:
             ratio = f"  ({statistics.median(samples) / statistics.median(base):5.1f}x baseline)" if base else ""
@@ -181,6 +218,19 @@ def main() -> None:
         line("first after a page of it changed", index_changed, index_base)
         line("first in a restarted worker (new process)", worker_index, index_base)
         print(f"  {'first request of this process':52s} {index_first_ever:9.2f} ms")
+        print("editor /_/edit/notes/big (100 KB of text):")
+        line("warm", edit_page, page_base)
+        line("first in a restarted worker (new process)", worker_edit, page_base)
+        line("preview of the whole text, unchanged", preview, full)
+        line("preview after a word more (one block changed)", typed, full)
+        print(f"  {'first request of this process':52s} {edit_first_ever:9.2f} ms")
+        print(f"a page of the {args.pages}-page namespace (its sidebar: the page tree):")
+        line("warm", in_big, page_base)
+        print("a page with 12 attachments (images, PDFs, text documents):")
+        line("warm", with_files, page_base)
+        print("diff of /notes/big, ten paragraphs changed (words marked):")
+        line("inline", diff_inline, page_base)
+        line("side by side", diff_split, page_base)
         host.close()
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         positive_leaves,
     )
     from hostcore.errors import (
+        HTTP_STATUS,
         ConfigError,
         Conflict,
         DiskFull,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         Forbidden,
         HostcoreError,
         InsufficientScope,
+        NoHistory,
         NotFound,
         RateLimited,
         StartupError,
@@ -85,6 +87,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.sqlite import DerivedDB
     from hostcore.seams.storage import (
         ANY,
+        BlameHunk,
         Change,
         Delete,
         Operation,
@@ -109,8 +112,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "And", "Not", "Or", "Phrase", "QueryNode", "Tag", "Term", "parse_query", "positive_leaves",
     ),
     "hostcore.errors": (
-        "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
-        "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
+        "HTTP_STATUS", "ConfigError", "Conflict", "DiskFull", "ExtractionFailed", "Forbidden", "HostcoreError", "InsufficientScope",
+        "NoHistory", "NotFound", "RateLimited", "StartupError", "TooLarge", "Unauthorized", "Unavailable", "ValidationError",
     ),
     "hostcore.seams.derived": (
         "Rebuild", "connect", "damaged", "file_id", "generation", "new_generation", "recover_sqlite",
@@ -128,7 +131,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.shared": ("SharedState",),
     "hostcore.seams.sqlite": ("DerivedDB",),
     "hostcore.seams.storage": (
-        "ANY", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
+        "ANY", "BlameHunk", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
         "disk_full", "out_of_space",
     ),
     "hostcore.seams.tool": ("Tool", "tool"),
@@ -165,11 +168,13 @@ def create_app(*args, **kwargs):
 __all__ = [
     "ANY",
     "CSP",
+    "HTTP_STATUS",
     "LOGIN_PATH",
     "LOGOUT_PATH",
     "SCOPES",
     "SYSTEM",
     "And",
+    "BlameHunk",
     "Change",
     "Changes",
     "CoalescingWorker",
@@ -187,6 +192,7 @@ __all__ = [
     "Forbidden",
     "HostcoreError",
     "InsufficientScope",
+    "NoHistory",
     "Not",
     "NotFound",
     "Operation",

@@ -134,6 +134,14 @@ def serving_app(
     return app
 
 
+def stop_serving(app: Any) -> None:
+    """What a server process does as it stops (gunicorn's ``worker_exit``, after a clean stop):
+    write what the activity log holds in memory, so a restart or a deploy loses no record."""
+    host = getattr(app, "extensions", {}).get("hostcore")
+    if host is not None:
+        host.activity.close()
+
+
 def warm_thread(app: Any) -> None:
     """Make the calling thread's own state now (the MCP transport's event loop and SDK instance,
     see :mod:`hostcore.mcp.bridge`), not when the thread serves its first request: a server's

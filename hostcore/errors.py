@@ -35,7 +35,7 @@ class HostcoreError(Exception):
 
 HTTP_STATUS = {
     "validation_error": 400, "unauthorized": 401, "not_found": 404, "forbidden": 403, "insufficient_scope": 403,
-    "conflict": 409, "too_large": 413, "rate_limited": 429, "unavailable": 503, "internal_error": 500,
+    "conflict": 409, "too_large": 413, "rate_limited": 429, "unavailable": 503, "internal_error": 500, "no_history": 501,
 }  # fmt: skip
 """The HTTP status of each error code, for adapters that answer over plain HTTP (not tools/call)."""
 
@@ -78,6 +78,12 @@ class RateLimited(HostcoreError):
 
 class Unavailable(HostcoreError):
     code = "unavailable"
+
+
+class NoHistory(HostcoreError):
+    """The storage backend keeps no record of past versions, so what needs them (blame) cannot be answered."""
+
+    code = "no_history"
 
 
 class DiskFull(Unavailable):

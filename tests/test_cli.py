@@ -189,7 +189,8 @@ def test_a_worker_warms_every_thread_of_its_pool_before_serving(tmp_path):
     app = create_app({"PLUGINS": ["git", "tokens"], "STORAGE": "git"}, instance_path=tmp_path / "instance")
     bridge = app.extensions["hostcore.mcp"]._bridge
     worker = Worker.__new__(Worker)  # gunicorn builds it with its arbiter; warm_threads needs only these
-    worker.cfg, worker.tpool, worker.wsgi = SimpleNamespace(threads=5), ThreadPoolExecutor(5), app
+    worker.cfg, worker.tpool, worker.app = SimpleNamespace(threads=5, reload=False), ThreadPoolExecutor(5), SimpleNamespace(wsgi=lambda: app)
+    worker.load_wsgi()  # as gunicorn does: the worker then serves the app wrapped (see hostcore.cli.intake)
     try:
         worker.warm_threads()
         barrier = threading.Barrier(5)

@@ -136,3 +136,24 @@ def test_a_forked_child_runs_its_own_thread(tmp_path):
     release.set()
     assert process.exitcode == 0 and mark.read_text() == str(process.pid)
     worker.stop()
+
+
+def test_a_nice_worker_runs_below_the_threads_that_kick_it():
+    """The embedding thread runs at a lower CPU priority than request threads (Linux keeps a nice
+    value per thread): the thread that kicked it, and the process, keep theirs."""
+    seen: list[tuple[int, int]] = []
+
+    def job() -> None:
+        thread = threading.get_native_id()
+        seen.append((os.getpriority(os.PRIO_PROCESS, thread), thread))
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    plain, nice = CoalescingWorker(job, "plain"), CoalescingWorker(job, "nice", nice=5)
+    for worker in (plain, nice):
+        worker.kick()
+        assert worker.wait(10)
+        worker.stop()
+    (plain_nice, _), (lowered, thread) = seen
+    assert plain_nice == before and lowered == min(19, before + 5) and thread != threading.get_native_id()
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+    assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == before  # the main thread is the process's id

@@ -34,7 +34,9 @@ from markupsafe import escape
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import HTTP_STATUS, Forbidden, HostcoreError, RateLimited, Unauthorized, Unavailable
-from hostcore.service.policy import origin_allowed, refusal, spend_request
+from hostcore.mcp.clients import from_user_agent
+from hostcore.seams.activity import WEB, Activity, start_collecting
+from hostcore.service.policy import ANONYMOUS, origin_allowed, refusal, spend_request
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
@@ -90,6 +92,7 @@ def install(app: Flask, host: Host) -> None:
         PERMANENT_SESSION_LIFETIME=timedelta(days=SESSION_DAYS),
     )
     app.after_request(security_headers)
+    app.after_request(record_action)
     app.register_error_handler(HostcoreError, error_page)
     app.jinja_env.globals["csrf_token"] = csrf_token
 
@@ -97,6 +100,7 @@ def install(app: Flask, host: Host) -> None:
 def error_page(exc: HostcoreError) -> Response:
     """A HostcoreError raised by a plugin's page: its HTTP status, as a small HTML page for a
     browser and as ``{"error": {...}}`` for anything else."""
+    g.hostcore_outcome = exc.code
     response = _error_response(HTTP_STATUS.get(exc.code, 400), str(exc), exc.to_dict())
     if isinstance(exc, RateLimited) and exc.data.get("retry_after"):
         response.headers["Retry-After"] = str(exc.data["retry_after"])
@@ -128,11 +132,34 @@ def admit_page(host: PluginHost | None = None, *, count: bool = True) -> None:
         status, message = refused
         abort(_error_response(status, message, {"code": "forbidden" if status == 403 else "misdirected", "message": message}))
     if count:
+        g.hostcore_activity = (time.time(), time.perf_counter(), start_collecting())
         try:
             caller = person(host)
         except Unavailable:  # who it is cannot be told: counted as a visitor, as pages read it
             caller = None
         spend_request(cast("Host", host), caller, request.remote_addr)
+
+
+def record_action(response: Response) -> Response:
+    """Put a page :func:`admit_page` counted in the activity log: who (as the page found them:
+    nobody asks again), how they came in, the browser (its ``User-Agent``'s first product), a
+    digest of the browser session, the page's endpoint, the pages it touched, the outcome (``ok``,
+    the error's code, else ``http_<status>``) and the time it took."""
+    started = g.pop("hostcore_activity", None)
+    if started is None:
+        return response
+    begun, clock, slugs = started
+    known = g.get("hostcore_person")
+    caller: Principal | None = known[1] if known is not None else None
+    status = response.status_code
+    outcome = g.get("hostcore_outcome") or ("ok" if status < 400 else f"http_{status}")
+    auth = "token" if request.headers.get("Authorization") else "session" if caller is not None else "none"
+    endpoint = (request.endpoint or "unknown").rsplit(".", 1)[-1]
+    host_of().activity.record(Activity(
+        begun, caller.name if caller is not None else ANONYMOUS, auth, from_user_agent(request.headers.get("User-Agent")) or "",
+        (current_session() or "")[:16], f"{WEB}{endpoint}", tuple(slugs), outcome, round((time.perf_counter() - clock) * 1000, 3),
+    ))  # fmt: skip
+    return response
 
 
 def security_headers(response: Response) -> Response:

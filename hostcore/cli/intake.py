@@ -164,6 +164,7 @@ class IntakeWorker(ThreadWorker):
     """gthread with requests read by the event loop before a thread takes them (see the module)."""
 
     wsgi: Any  # gunicorn's: the application
+    served: Any  # the application itself, before closing_unread wraps it
 
     def init_process(self) -> None:
         self._arrivals: dict[Any, Arrival] = {}  # connections whose request is still coming, by TConn
@@ -176,7 +177,7 @@ class IntakeWorker(ThreadWorker):
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        app = self.wsgi
+        app = self.served = self.wsgi  # ``served``: the app itself, for what the worker does as it stops
 
         def closing_unread(environ: dict[str, Any], start_response: Any) -> Any:
             """The app's answer; the connection closes after it when the app left part of the

@@ -35,7 +35,7 @@ Errors are tool results with `isError: true` and no `structuredContent` (a tool'
 describes its success, and the TypeScript SDK client checks `structuredContent` against it even on
 errors). The last text block is the error as a JSON object: a stable `code` (`validation_error`,
 `not_found`, `conflict`, `insufficient_scope`, `forbidden`, `too_large`, `rate_limited`, `unavailable`,
-`internal_error`), the `message`, the `field` at fault when one argument is, and what else the
+`no_history` (blame_page on a storage that keeps none), `internal_error`), the `message`, the `field` at fault when one argument is, and what else the
 error knows (`required_scope` for `insufficient_scope`; `retry_after`, the whole seconds to wait,
 for `rate_limited`, which a write over the caller's writes limit gets, and for `unavailable` while
 an index the call needs is rebuilt from storage). Any error but a conflict opens with its message as a

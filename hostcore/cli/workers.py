@@ -19,8 +19,8 @@ The worker is :class:`hostcore.cli.intake.IntakeWorker`: gthread reading each re
 loop before a thread takes it, so slow clients hold no thread.
 
 ``hostcore serve`` runs this. With gunicorn run by hand, load this module as a config file:
-``gunicorn -c python:hostcore.cli.workers ...`` (its ``worker_class``, ``pre_fork`` and
-``child_exit`` are gunicorn settings); without it gunicorn's plain gthread worker runs.
+``gunicorn -c python:hostcore.cli.workers ...`` (its ``worker_class``, ``pre_fork``,
+``child_exit`` and ``worker_exit`` are gunicorn settings); without it gunicorn's plain gthread worker runs.
 
 It leans on gthread's loop as gunicorn 24 and later have it: before each wait it compares its open
 connections (``nr_conns``) with ``worker_connections`` and stops listening, while still serving the
@@ -139,7 +139,7 @@ class Worker(IntakeWorker):
 
         def warm() -> None:
             barrier.wait(timeout=30)
-            warm_thread(self.wsgi)
+            warm_thread(getattr(self, "served", self.wsgi))  # the app itself, not the wrapper it is served in
 
         for job in [self.tpool.submit(warm) for _ in range(threads)]:
             try:
@@ -174,4 +174,11 @@ def child_exit(_server: Any, worker: Any) -> None:
         BOARD.release(worker.slot)
 
 
-SETTINGS = {"worker_class": worker_class, "pre_fork": pre_fork, "child_exit": child_exit}
+def worker_exit(_server: Any, worker: Any) -> None:
+    """In the worker, as it stops cleanly: what it holds in memory is written (the activity log)."""
+    from hostcore.app import stop_serving
+
+    stop_serving(getattr(worker, "served", None))
+
+
+SETTINGS = {"worker_class": worker_class, "pre_fork": pre_fork, "child_exit": child_exit, "worker_exit": worker_exit}

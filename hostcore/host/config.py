@@ -62,6 +62,9 @@ SETTINGS: dict[str, Setting] = {
         float, 0.0, "seconds between each worker's background checks that catch the indexes up with changes made "
         "through other hosts (0: only reads check, at once)"
     ),
+    "ACTIVITY_LOG": Setting(bool, True, "record every MCP call and web action in the activity log (never arguments or page text)"),
+    "ACTIVITY_DAYS": Setting(float, 30.0, "days the activity log keeps a record"),
+    "ACTIVITY_MAX_RECORDS": Setting(int, 200_000, "records the activity log keeps at most (the oldest go first)"),
     "REDIS_URL": Setting(
         str, "", "Redis holding what workers and hosts share (rate limit counters); empty: each worker's memory"
     ),
@@ -274,6 +277,10 @@ def problems_in(config: Mapping[str, Any]) -> list[str]:
     proxies = config.get("TRUSTED_PROXIES")
     if isinstance(proxies, int) and not isinstance(proxies, bool) and not 0 <= proxies <= 5:
         problems.append(f"{where(config, 'TRUSTED_PROXIES')}: the number of proxies in front, 0 (none) to 5, got {proxies!r}")
+    for key in ("ACTIVITY_DAYS", "ACTIVITY_MAX_RECORDS"):
+        value = config.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            problems.append(f"{where(config, key)}: must be above 0, got {value!r}; turn the log off with ACTIVITY_LOG = false")
     for key in ("MAX_ATTACHMENT_BYTES", "UPLOAD_URL_SECONDS", "EXTRACT_TIMEOUT_SECONDS", "EXTRACT_MEMORY_BYTES"):
         value = config.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value <= 0:

@@ -19,6 +19,7 @@ import pluggy
 
 from hostcore.domain.principal import Principal
 from hostcore.errors import DiskFull, StartupError, Unavailable
+from hostcore.host.activity import ActivityLog, RedisActivityStore, SqliteActivityStore
 from hostcore.host.config import is_secret, where
 from hostcore.host.plugins import installed_plugins
 from hostcore.host.ratelimits import RateLimiter
@@ -207,6 +208,11 @@ class Host(PluginHost):
             else SqliteShared(self.instance_path / "shared.sqlite")
         )
         self.uploads = UploadTickets(self.shared)
+        prefix = f"hostcore:{config['PUBLIC_URL']}"
+        self.activity = ActivityLog(
+            RedisActivityStore(self.redis, prefix) if self.redis is not None else SqliteActivityStore(self.instance_path / "activity.sqlite"),
+            days=config["ACTIVITY_DAYS"], keep=config["ACTIVITY_MAX_RECORDS"], enabled=config["ACTIVITY_LOG"],
+        )  # fmt: skip
         name = config.get("EMBEDDER")
         embedder = self.embedders[name](self.plugin_config(name)) if name else None  # None: attachments by keyword only
         self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
@@ -352,6 +358,7 @@ class Host(PluginHost):
                 log.exception("a plugin's close callback (%s) failed", getattr(fn, "__qualname__", fn))
         self.indexes.close()  # the background catch-up done and stopped, then every derived index
         self.uploads.close()
+        self.activity.close()
         self.extraction.close()
         self.shared.close()
         if self.redis is not None:

@@ -22,7 +22,8 @@ DEFAULT_PLUGINS = (
     "hostcore.tools.pages", "hostcore.tools.namespaces", "hostcore.tools.links", "hostcore.tools.history",
     "hostcore.tools.search", "hostcore.tools.attachments", "hostcore.indexes.indexer",
     "hostcore.indexes.text_extractor", "hostcore.tools.documents", "hostcore.tools.sections", "hostcore.tools.changes",
-    "hostcore.tools.assistants", "hostcore.tools.change_requests",
+    "hostcore.tools.assistants", "hostcore.tools.activity", "hostcore.tools.blame", "hostcore.tools.context",
+    "hostcore.tools.change_requests",
 )
 ENTRY_POINT_GROUP = "hostcore"
 

@@ -271,6 +271,37 @@ class LinkGraph(DerivedIndex):
             ).fetchall()
         return [r[0] for r in rows]
 
+    def links_around(self, slugs: Collection[str], namespaces: Collection[str] | None) -> set[tuple[str, str]]:
+        """(source, target) of every link between pages, from or to one of ``slugs``, whose other
+        end is a page in ``namespaces`` (None: all): the links a page has and the ones it gets."""
+        wanted = sorted(set(slugs))
+        found: set[tuple[str, str]] = set()
+        source_in, source_args = _in(namespaces, "source_namespace")
+        target_in, target_args = _in(namespaces, "substr(target, 1, instr(target, '/') - 1)")
+        with self._reading() as db:
+            for first in range(0, len(wanted), 400):
+                chunk = wanted[first : first + 400]
+                marks = ",".join("?" * len(chunk))
+                found.update(db.execute(
+                    f"SELECT source, target FROM links WHERE resolved = 1 AND source IN ({marks}) AND {target_in} "
+                    f"UNION SELECT source, target FROM links WHERE target IN ({marks}) AND {source_in}",
+                    [*chunk, *target_args, *chunk, *source_args],
+                ).fetchall())  # fmt: skip
+        return found
+
+    def facts(self, slugs: Collection[str]) -> dict[str, tuple[str, list[str]]]:
+        """Slug -> (title, tags) of those of ``slugs`` that are pages."""
+        wanted = sorted(set(slugs))
+        found: dict[str, tuple[str, list[str]]] = {}
+        with self._reading() as db:
+            for first in range(0, len(wanted), 500):
+                chunk = wanted[first : first + 500]
+                for slug, title, tags in db.execute(
+                    f"SELECT slug, title, tags FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk
+                ):
+                    found[slug] = (title, json.loads(tags))
+        return found
+
     def existing(self, slugs: Collection[str]) -> set[str]:
         """Those of ``slugs`` that are pages."""
         wanted = sorted(set(slugs))

@@ -66,6 +66,7 @@ CHUNK_CHARS = 600  # a static embedding averages its words: short passages keep 
 MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a longer text is not indexed
 STEP_DOCUMENTS = 256  # documents indexed in one bounded step: one storage pass, one embedding call, one transaction
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
+BACKGROUND_NICE = 10  # the embedding thread's nice value above the process's: searches and saves come first
 CANDIDATES = 100  # passages taken from each ranking into the fusion
 MAX_FOLLOWED = 1000  # changed paths looked up one by one for the answers' check; beyond, storage is listed whole
 RRF_K = 60  # reciprocal rank fusion: score = sum of 1 / (RRF_K + rank)
@@ -227,7 +228,9 @@ class PassageIndex(DerivedIndex):
         self.vectors = VectorFile(self.path.with_name("passages.vectors"), embedder.dimensions) if embedder is not None else None
         self._codes: dict[str, dict[str, int]] = {}  # vectors file token -> namespace -> its number there
         # a failed round is tried again at the next change or search (damage: by the rebuild)
-        self._worker = CoalescingWorker(self._work, "passage index", what="passage index", gap=ROUND_SECONDS, logger=log)
+        self._worker = CoalescingWorker(
+            self._work, "passage index", what="passage index", gap=ROUND_SECONDS, nice=BACKGROUND_NICE, logger=log
+        )
         self._load = False  # start(): the background thread loads the embedder's model first
         self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
 
@@ -616,8 +619,9 @@ class PassageIndex(DerivedIndex):
     ) -> list[Passage]:
         """The ``limit`` passages of ``kind`` documents in ``namespaces`` (None: all) best matching
         ``query`` by keyword (every word) and by meaning (a similarity of at least ``floor``, by
-        default the embedder's ``relevant``), fused; best first. ``modes``: one of them alone, and
-        ``floor``: another threshold, for comparisons. Only documents storage holds now. When the
+        default the embedder's ``relevant``), fused; best first. ``modes``: one of them alone (by
+        meaning alone, each passage's score is its similarity), and ``floor``: another threshold,
+        for comparisons. Only documents storage holds now. When the
         index holds no document of ``kind`` (one look-up: a wiki without attachments), nothing is
         searched and the query is not embedded."""
         words = query_words(query)
@@ -640,9 +644,10 @@ class PassageIndex(DerivedIndex):
                 least = self.embedder.relevant if floor is None else floor
                 near = list(islice(self._near(db, self.embedder.embed_query(query), kind, namespaces, least), CANDIDATES))
                 found = self._lookup(db, "SELECT id, path FROM chunks WHERE id IN", [slot for slot, _ in near])
-                for rank, (slot, _similarity) in enumerate(near):
+                for rank, (slot, similarity) in enumerate(near):
                     if slot in found:  # else written by a step not committed yet
-                        fused[slot] = fused.get(slot, 0.0) + 1 / (RRF_K + rank + 1)
+                        # by meaning alone, the score is the similarity itself (a fused one is a rank's)
+                        fused[slot] = fused.get(slot, 0.0) + 1 / (RRF_K + rank + 1) if "keyword" in modes else similarity
                         paths[slot] = found[slot]
             holds = self._holds()
             ranked = sorted(fused.items(), key=lambda item: -item[1])

@@ -71,6 +71,14 @@ def from_session_id(value: str | None) -> str | None:
     return label(declared.get("name"), declared.get("version"))
 
 
+def session_key(value: str | None) -> str:
+    """What the activity log keeps of an ``Mcp-Session-Id`` of :func:`session_id`: its random part
+    (the client's name is recorded on its own); "" for none or anything else."""
+    if not value or len(value) > MAX_SESSION_ID or not value.startswith(SESSION_PREFIX):
+        return ""
+    return value.split(".", 2)[1]
+
+
 def initialize_params(body: bytes) -> dict[str, Any] | None:
     """The params of the ``initialize`` request in ``body``, or None when it is none (cheaply:
     most bodies are told apart without parsing)."""

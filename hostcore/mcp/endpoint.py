@@ -19,6 +19,7 @@ import inspect
 import io
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -41,6 +42,7 @@ from hostcore.domain.principal import Principal
 from hostcore.errors import HostcoreError, InternalError, NotFound
 from hostcore.mcp import clients
 from hostcore.mcp.bridge import ThreadLoopBridge
+from hostcore.seams import activity
 from hostcore.seams.resources import Prompt, Resource, ResourceEntry, ResourceText
 from hostcore.seams.tool import Tool
 from hostcore.service import policy
@@ -52,6 +54,7 @@ log = logging.getLogger("hostcore.mcp")
 
 PRINCIPAL_KEY = "hostcore.principal"
 BATCHED_KEY = "hostcore.batched"
+MAX_ACTION = 64  # characters of a tool name the activity log keeps (an unknown one may be anything)
 
 INSTRUCTIONS = """\
 This is a hostcore wiki: Markdown pages in namespaces (slug = namespace/page), shared by people and
@@ -415,23 +418,40 @@ class McpEndpoint:
         return obj.fn(**kwargs)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+        started, clock = time.time(), time.perf_counter()
+        try:
+            principal = self._principal(ctx)
+        except HostcoreError as err:  # stdio's token revoked since: nobody to put in the log
+            return error_result(err)
+        with activity.collecting() as slugs:
+            answer, outcome = await self._answer_call(ctx, params, principal)
+        environ = ctx.request.scope.get("wsgi_environ", {}) if ctx.request is not None else {}
+        self.host.activity.record(activity.Activity(
+            started, principal.name, "oauth" if principal.grant else "token", principal.client or "",
+            clients.session_key(environ.get("HTTP_MCP_SESSION_ID")), params.name[:MAX_ACTION], tuple(slugs), outcome,
+            round((time.perf_counter() - clock) * 1000, 3), grant=principal.grant or "",
+        ))  # fmt: skip
+        return answer
+
+    async def _answer_call(self, ctx: Any, params: types.CallToolRequestParams, principal: Principal) -> tuple[Any, str]:
+        """The answer to a tools/call and its outcome for the activity log: ``ok`` or the error's code."""
         t = self.host.tools.get(params.name)
         if t is None:
             shown = params.name if len(params.name) <= 100 else params.name[:100] + "..."  # never echo a megabyte back
-            return error_result(NotFound(f"no tool named {shown!r}; tools/list shows the tools", field="name"))
+            return error_result(NotFound(f"no tool named {shown!r}; tools/list shows the tools", field="name")), "not_found"
         try:
-            principal = self._principal(ctx)
             policy.admit(principal, t.scope)  # before parsing: a caller without the scope learns nothing more
             result = await self._invoke(t, ctx, principal, t.parse(params.arguments))
         except HostcoreError as err:
-            return error_result(err)
+            return error_result(err), err.code
         except MCPError:
             raise
         except Exception:
             ref = uuid.uuid4().hex[:12]
             log.exception("tool %s failed (ref %s)", t.name, ref)
-            return error_result(InternalError(f"internal error in {t.name}; the server log has the details under reference {ref}"))
-        return ok_result(t, result)
+            failed = InternalError(f"internal error in {t.name}; the server log has the details under reference {ref}")
+            return error_result(failed), failed.code
+        return ok_result(t, result), "ok"
 
     # --- resources and prompts contributed by plugins -------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -14,8 +15,9 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 from hostcore.domain.principal import SCOPES, Principal
 from hostcore.errors import RateLimited, Unauthorized
-from hostcore.mcp import batches
-from hostcore.mcp.endpoint import PRINCIPAL_KEY, McpEndpoint
+from hostcore.mcp import batches, clients
+from hostcore.mcp.endpoint import MAX_ACTION, PRINCIPAL_KEY, McpEndpoint
+from hostcore.seams.activity import Activity
 from hostcore.service import policy
 
 if TYPE_CHECKING:
@@ -109,6 +111,7 @@ def mcp_endpoint() -> Any:
         return principal
     refused = _spend(host, principal)
     if refused is not None:
+        _record_refusal(host, principal, "rate_limited")
         return refused
     if request.method != "POST":
         # Stateless: no session to delete and no standalone stream that anything could reach, so
@@ -125,6 +128,7 @@ def mcp_endpoint() -> Any:
     if principal.grant is not None:
         refused = step_up(host, principal, data)
         if refused is not None:
+            _record_refusal(host, principal, "insufficient_scope")
             return refused
     request.environ[PRINCIPAL_KEY] = principal
     endpoint = current_app.extensions["hostcore.mcp"]
@@ -133,6 +137,18 @@ def mcp_endpoint() -> Any:
         if answered is not None:
             return answered
     return endpoint
+
+
+def _record_refusal(host: Host, principal: Principal, outcome: str) -> None:
+    """Put a request refused before any tool ran (over the requests limit, beyond an OAuth grant's
+    scopes) in the activity log: the tool its ``Mcp-Name`` header names (2026-07-28), else
+    ``mcp``; the client its session id or ``User-Agent`` names (the body is not read for it)."""
+    environ = request.environ
+    session = environ.get("HTTP_MCP_SESSION_ID")
+    client = clients.from_session_id(session) or clients.from_user_agent(environ.get("HTTP_USER_AGENT")) or ""
+    tool = (environ.get("HTTP_MCP_NAME") or "mcp")[:MAX_ACTION]
+    host.activity.record(Activity(time.time(), principal.name, "oauth" if principal.grant else "token", client,
+                                  clients.session_key(session), tool, (), outcome, 0.0, grant=principal.grant or ""))  # fmt: skip
 
 
 def _spend(host: Host, principal: Principal) -> Response | None:

@@ -16,6 +16,7 @@ hash means the same thing whatever the backend.
 from __future__ import annotations
 
 import builtins
+import difflib
 import errno
 import shutil
 from abc import ABC, abstractmethod
@@ -27,7 +28,7 @@ from typing import Any, ClassVar, Final
 
 from hostcore.domain.hashes import blob_hash
 from hostcore.domain.pages import access_folder
-from hostcore.errors import NotFound, Unavailable, ValidationError
+from hostcore.errors import NoHistory, NotFound, Unavailable, ValidationError
 from hostcore.seams.settings import Setting, with_defaults
 
 
@@ -108,6 +109,29 @@ class Revision:
         :func:`~hostcore.domain.pages.access_folder`): a hidden file at the top (``.wiki.yaml``)
         counts against none, so it never hides a change to a page beside it."""
         return tuple(sorted({folder for path in paths if (folder := access_folder(path)) is not None}))
+
+
+@dataclass(frozen=True)
+class BlameHunk:
+    """Lines ``start`` to ``start + count - 1`` (1-based) of a file as it is now, last written by
+    ``revision``. ``boundary``: the file's history was longer than blame looked back
+    (:data:`BLAME_REVISIONS`), so these lines are at least that old, maybe older."""
+
+    start: int
+    count: int
+    revision: Revision
+    boundary: bool = False
+
+
+BLAME_REVISIONS = 1000  # recorded changes of one file blame reads at most, newest first
+
+
+def file_lines(data: bytes) -> builtins.list[str]:
+    """The lines of a stored file as blame numbers them: split at ``\n`` only (as git does), the
+    newline after the last line not starting another."""
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def check_path(path: str) -> str:
@@ -232,6 +256,13 @@ class Storage(ABC):
         since: :meth:`history` lists such revisions). Raises NotFound."""
         return self._read_at(check_path(path), revision)
 
+    def blame(self, path: str) -> builtins.list[BlameHunk]:
+        """Which recorded change last wrote each line of the file at ``path`` as it is now: hunks
+        in line order, covering every line (:func:`file_lines`), following the file back across
+        moves as :meth:`history` does. Raises NotFound when the file is absent, NoHistory when the
+        backend keeps no history."""
+        return self._blame(check_path(path))
+
     def list_at(self, prefix: str, revision: str) -> builtins.list[str]:
         """Every file path under the folder ``prefix`` as of ``revision``, sorted. Raises NotFound
         for an unknown revision (restoring a page brings back its attachments from there)."""
@@ -310,6 +341,46 @@ class Storage(ABC):
     def _read_at(self, path: str, revision: str) -> bytes:
         raise self._no_history()
 
+    def _blame(self, path: str) -> builtins.list[BlameHunk]:
+        """From :meth:`_history` and :meth:`_read_at`, so every backend with history answers alike
+        (git's own blame does not follow a file across a move, which a wiki's pages often make):
+        the versions oldest first, each compared line by line with the one before (difflib); a
+        line keeps the change that wrote it while the versions after leave it alone."""
+        if not self.has_history:
+            raise NoHistory(
+                f"the {self.name or type(self).__name__} storage keeps no line history: blame needs a storage that "
+                "records every change (git or s3)"
+            )
+        current = file_lines(self._read(path))
+        revisions: builtins.list[Revision] = []
+        while len(revisions) < BLAME_REVISIONS:
+            batch = self._history(path, offset=len(revisions), limit=min(100, BLAME_REVISIONS - len(revisions)))
+            revisions += batch
+            if len(batch) < 100:
+                break
+        boundary = len(revisions) >= BLAME_REVISIONS
+        lines: builtins.list[str] = []
+        owners: builtins.list[tuple[int, bool]] = []  # per line: the index in revisions, whether at the boundary
+        for index in range(len(revisions) - 1, -1, -1):
+            try:
+                version = file_lines(self._read_at(path, revisions[index].id))
+            except NotFound:  # deleted by that change (and brought back later)
+                version = []
+            owners = _carried(lines, owners, version, (index, boundary and index == len(revisions) - 1))
+            lines = version
+        if not revisions:
+            raise self._no_history()
+        if lines != current:  # changed outside the recorded history: the newest change holds what differs
+            owners = _carried(lines, owners, current, (0, False))
+        hunks: builtins.list[BlameHunk] = []
+        for number, (index, old) in enumerate(owners, 1):
+            last = hunks[-1] if hunks else None
+            if last is not None and last.revision is revisions[index] and last.boundary == old:
+                hunks[-1] = BlameHunk(last.start, last.count + 1, last.revision, old)
+            else:
+                hunks.append(BlameHunk(number, 1, revisions[index], old))
+        return hunks
+
     def _list_at(self, prefix: str, revision: str) -> builtins.list[str]:
         raise self._no_history()
 
@@ -325,3 +396,13 @@ class Storage(ABC):
         """The bytes of any version ever stored whose blob id is ``digest`` (those
         :meth:`changes_in` names). Raises NotFound."""
         raise self._no_history()
+
+
+def _carried(before: builtins.list[str], owners: builtins.list[tuple[int, bool]], after: builtins.list[str],
+             new: tuple[int, bool]) -> builtins.list[tuple[int, bool]]:  # fmt: skip
+    """The owners of ``after``'s lines: those it kept from ``before`` keep theirs, the rest are ``new``'s."""
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=len(after) > 2000)
+    carried: builtins.list[tuple[int, bool]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        carried += owners[i1:i2] if tag == "equal" else [new] * (j2 - j1)
+    return carried

@@ -5,13 +5,15 @@ ahead, pushing to a remote) has the same shape: a request says "something change
 and returns at once; a thread of this process runs the job soon after; asks that come while it
 runs, or within ``gap`` seconds of its start, are taken by its next run, in one go (a save after a
 quiet spell is taken at once); :meth:`wait` waits for every ask so far (taking a run the gap holds
-back at once); :meth:`stop` finishes (or drops) what was asked and ends the thread.
+back at once); :meth:`stop` finishes (or drops) what was asked and ends the thread. Work that
+may wait (embedding a whole wiki) runs at a lower CPU priority (``nice``), so requests come first.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +32,9 @@ class CoalescingWorker:
     each time up to ``retry_max`` (0: the next kick tries again). A job that raises is logged, with
     its traceback, as ``what`` failing; one that raises :class:`~hostcore.errors.Unavailable` (an
     outage) as one warning line until it works again. The thread ends when nothing is asked (a
-    forked child starts its own); ``job`` may end early when :attr:`stopping`.
+    forked child starts its own); ``job`` may end early when :attr:`stopping`. ``nice``: on Linux, the
+    thread's nice value is raised by this much (:func:`lower_priority`): the kernel then gives the
+    CPU to the process's request threads first, and to other processes' work, while the job waits.
     """
 
     def __init__(
@@ -43,9 +47,10 @@ class CoalescingWorker:
         every: float = 0.0,
         retry: float = 0.0,
         retry_max: float = 0.0,
+        nice: int = 0,
         logger: logging.Logger = log,
     ) -> None:
-        self.job, self.name, self.what = job, name, what or name
+        self.job, self.name, self.what, self.nice = job, name, what or name, nice
         self.gap, self.every, self.retry, self.retry_max = gap, every, retry, max(retry, retry_max)
         self.log = logger
         self._cond = threading.Condition()
@@ -96,6 +101,8 @@ class CoalescingWorker:
         self._thread.start()
 
     def _run(self) -> None:
+        if self.nice:
+            lower_priority(self.nice)
         while True:
             with self._cond:
                 if self.every > 0 and not (self._asked or self._stopping):
@@ -170,3 +177,17 @@ class CoalescingWorker:
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+
+
+def lower_priority(by: int) -> bool:
+    """Raise the calling thread's nice value by ``by`` (at most to 19): Linux keeps one for each
+    thread, so the process's other threads keep theirs. Whether it was lowered (elsewhere,
+    ``setpriority`` would name a process, not a thread: nothing is done)."""
+    if sys.platform != "linux" or by <= 0:
+        return False
+    thread = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + by))
+    except OSError:
+        return False
+    return True

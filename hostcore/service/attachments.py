@@ -23,8 +23,8 @@ from hostcore.domain.attachments import (
 from hostcore.domain.hashes import blob_hash
 from hostcore.domain.pages import Window, fold, window
 from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
-from hostcore.indexes.extraction import Status
-from hostcore.seams.storage import Put
+from hostcore.indexes.extraction import Extraction, Status
+from hostcore.seams.storage import Delete, Put
 from hostcore.service.base import WikiBase
 
 UPLOAD_FIELD = "file"
@@ -144,12 +144,7 @@ class AttachmentsMixin(WikiBase):
                 f"page {slug!r} got an attachment {filename!r} meanwhile; ask for a new upload URL with another filename",
                 field="filename",
             ) from None
-        extracted = text.status == "extracted"
-        return {
-            "slug": slug, "filename": filename, "attachment_url": attachment_url(slug, filename),
-            "media_type": media_type, "size": len(data), "hash": digest, "text_status": text.status,
-            "text_reason": text.reason, "total_chars": len(text.text) if extracted else None,
-        }  # fmt: skip
+        return _uploaded(slug, filename, data, media_type, digest, text)
 
     def read_attachment(self, slug: str, filename: str, offset: int = 0, limit: int = 40_000) -> AttachmentWindow:
         """A window of the attachment's extracted text. Raises Unavailable saying why it has none."""
@@ -179,9 +174,57 @@ class AttachmentsMixin(WikiBase):
 
     def attachment_names(self, slug: str) -> list[str]:
         """The filenames of the page's attachments, sorted."""
+        return sorted(self.attachment_hashes(slug))
+
+    def attachment_hashes(self, slug: str) -> dict[str, str]:
+        """Filename -> blob id of each of the page's attachments: the ``basehash`` that
+        :meth:`replace_attachment` and :meth:`delete_attachment` take."""
         self._access("read", slug)
         prefix = files_folder(slug) + "/"
-        return sorted(path[len(prefix) :] for path in self._attachments_of(slug))
+        return {path[len(prefix) :]: digest for path, digest in self._attachments_of(slug).items()}
+
+    def _existing_attachment(self, slug: str, filename: str, basehash: str) -> str:
+        """The storage path of an attachment the caller may change, still holding ``basehash``
+        (its blob id as the caller saw it); Conflict naming the current one otherwise."""
+        self._access("write", slug)
+        check_filename(filename)
+        self._load(slug)
+        path = attachment_path(slug, filename)
+        current = self.storage.hash(path)
+        if current is None:
+            raise NotFound(f"page {slug!r} has no attachment {filename!r}; list the page's attachments again", field="filename")
+        if basehash != current:
+            raise Conflict(
+                f"{filename} changed since you read it (now {current[:12]}); look at it again before changing it",
+                field="basehash", hash=current,
+            )  # fmt: skip
+        return path
+
+    def replace_attachment(self, slug: str, filename: str, basehash: str, data: bytes) -> Uploaded:
+        """Put ``data`` in place of an attachment that still holds ``basehash``: the same name, so
+        links to it show the new file. Raises Conflict (changed meanwhile), NotFound, TooLarge."""
+        check_upload_size(len(data), self.host.config["MAX_ATTACHMENT_BYTES"])
+        path = self._existing_attachment(slug, filename, basehash)
+        media_type = sniff(data, filename)
+        digest = blob_hash(data)
+        text = self.host.extraction.text(data, digest, media_type)
+        self._store([Put(path, data, expect=basehash)], self._change("replace_attachment", f"{slug}/{filename}"))
+        return _uploaded(slug, filename, data, media_type, digest, text)
+
+    def delete_attachment(self, slug: str, filename: str, basehash: str) -> None:
+        """Remove an attachment that still holds ``basehash`` (its history keeps it, as a deleted
+        page's does). Raises Conflict (changed meanwhile) or NotFound."""
+        path = self._existing_attachment(slug, filename, basehash)
+        self._store([Delete(path, expect=basehash)], self._change("delete_attachment", f"{slug}/{filename}"))
+
+
+def _uploaded(slug: str, filename: str, data: bytes, media_type: str, digest: str, text: Extraction) -> Uploaded:
+    extracted = text.status == "extracted"
+    return {
+        "slug": slug, "filename": filename, "attachment_url": attachment_url(slug, filename),
+        "media_type": media_type, "size": len(data), "hash": digest, "text_status": text.status,
+        "text_reason": text.reason, "total_chars": len(text.text) if extracted else None,
+    }  # fmt: skip
 
 
 def too_large(size: int, limit: int) -> TooLarge:

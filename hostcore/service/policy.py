@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 from hostcore.domain.pages import check_slug, namespace_of
 from hostcore.domain.principal import Principal
 from hostcore.errors import RateLimited
+from hostcore.seams import activity
 from hostcore.seams.storage import Change
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ def require_page(principal: Principal, scope: str, slug: str, field: str = "slug
     InsufficientScope, ValidationError (naming ``field``) or Forbidden."""
     principal.require(scope)
     check_slug(slug, field)
+    activity.touch(slug)  # a refused one too: the log's readers see only the slugs they may
     principal.require_namespace(namespace_of(slug), field)
     return slug
 

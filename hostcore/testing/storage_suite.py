@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from hostcore.errors import Conflict, NotFound, Unavailable, ValidationError
+from hostcore.errors import Conflict, NoHistory, NotFound, Unavailable, ValidationError
 from hostcore.seams.storage import ANY, Change, Delete, Operation, Put, Storage, blob_hash
 
 CHANGE = Change(author="tester", message="test change")
@@ -216,6 +216,28 @@ class StorageConformance:
                 storage.read_blob(unknown)
         with pytest.raises(NotFound):
             storage.changes_in("0" * 40)
+
+    def test_blame_names_the_change_that_last_wrote_each_line(self, storage: Storage) -> None:
+        """Each line of a file as it is now, with the change that last wrote it, followed back
+        across a move; a backend without history says it keeps none."""
+        storage.apply([Put("notes/a.md", b"one\ntwo\nthree\n", expect=None)], Change("ann", "first"))
+        if not storage.has_history:
+            with pytest.raises(NoHistory, match="keeps no line history"):
+                storage.blame("notes/a.md")
+            return
+        first = storage.hash("notes/a.md")
+        storage.apply([Put("notes/a.md", b"one\n2\nthree\nfour\n", expect=first)], Change("bob", "second"))
+        second = storage.read("notes/a.md")
+        storage.apply([Put("team/a.md", second, expect=None), Delete("notes/a.md")],
+                      Change("cat", "move", moves=(("notes/a.md", "team/a.md"),)))  # fmt: skip
+        storage.apply([Put("team/a.md", b"zero\none\n2\nthree\nfour", expect=blob_hash(second))], Change("dan", "third"))
+        hunks = storage.blame("team/a.md")
+        assert [(h.start, h.count, h.revision.author, h.boundary) for h in hunks] == [
+            (1, 1, "dan", False), (2, 1, "ann", False), (3, 1, "bob", False), (4, 1, "ann", False), (5, 1, "bob", False)
+        ]  # fmt: skip
+        assert hunks[0].revision.message == "third" and hunks[1].revision.id == storage.history("team/a.md")[-1].id
+        with pytest.raises(NotFound):
+            storage.blame("team/missing.md")
 
     @pytest.mark.parametrize("path", ["../x.md", "/abs.md", "a//b.md", "a/./b.md", "a\\b.md", ""])
     def test_rejects_unsafe_paths(self, storage: Storage, path: str) -> None:

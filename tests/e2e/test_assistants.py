@@ -113,14 +113,20 @@ async def python_outcomes(server: Any, token: str, mode: str, calls: list[dict[s
     return out
 
 
-@pytest.mark.parametrize("client", ["typescript", "python 2026-07-28", "python legacy"])
+CLIENTS = ["typescript", "python 2026-07-28", "python legacy"]
+
+
+async def client_outcomes(server: Any, sdk: tuple[str, str], client: str, token: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``calls`` through ``client`` (one of CLIENTS), in the TypeScript outcomes' JSON shape."""
+    if client == "typescript":
+        return typescript(sdk, [{"token": token, "calls": calls}], server.url)
+    return await python_outcomes(server, token, client.split()[1], calls)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 async def test_capture_guides_resources_and_prompts_through_each_client(server, typescript_sdk, client, uid):  # noqa: F811
     ns, token = namespace_with_guide(server, uid)
-    if client == "typescript":
-        outcomes = typescript(typescript_sdk, [{"token": token, "calls": calls_for(ns)}], server.url)
-    else:
-        outcomes = await python_outcomes(server, token, client.split()[1], calls_for(ns))
-    check_outcomes(ns, outcomes)
+    check_outcomes(ns, await client_outcomes(server, typescript_sdk, client, token, calls_for(ns)))
     inbox = server.stored(f"{ns}/inbox.md").decode()
     assert "A thought\n\n<https://example.org/x>" in inbox
     assert f"by {ns}-writer via " in inbox  # who, and the client by its declared name

@@ -254,3 +254,31 @@ async def test_two_hosts_serve_one_wiki(two_hosts):
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
         refused = await http.post(b + "/_/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401
+
+
+async def test_two_hosts_share_one_activity_log_and_blame(two_hosts):
+    """Issue 26 #4 and #5 behind a load balancer: a call through either host is in the activity log
+    read through the other (one Redis stream), and blame_page through one host names the changes
+    made through the other (one change log in the bucket)."""
+    a, b = two_hosts["bases"]
+    token = create_token(two_hosts["tmp"] / "a", "auditor", ["write"], env=two_hosts["env"])
+    first = await ok(a, token, "save_page", {"slug": "notes/log", "body": "from a\n"})
+    await ok(b, token, "save_page", {"slug": "notes/log", "body": "from a\nfrom b\n", "basehash": first["hash"]})
+    assert not (await call(b, token, "read_page", {"slug": "notes/absent"}))[0]
+
+    started = time.monotonic()
+    while True:  # each worker writes its records within half a second
+        seen = {base: [(r["tool"], r["slugs"], r["outcome"]) for r in
+                       (await ok(base, two_hosts["admin"], "read_activity", {"principal": "auditor"}))["records"]]
+                for base in (a, b)}  # fmt: skip
+        if all(len(records) >= 3 for records in seen.values()) or time.monotonic() - started > VISIBLE_WITHIN:
+            break
+        await anyio.sleep(0.1)
+    expected = [("read_page", ["notes/absent"], "not_found"), ("save_page", ["notes/log"], "ok"), ("save_page", ["notes/log"], "ok")]
+    assert seen[a] == seen[b] == expected
+
+    blame = await ok(a, token, "blame_page", {"slug": "notes/log"})
+    changes = {c["id"]: c for c in blame["changes"]}
+    body = [line for line in blame["lines"] if line["line"] >= blame["body_line"]]
+    assert [(line["text"], changes[line["change"]]["author"]) for line in body] == [("from a", "auditor"), ("from b", "auditor")]
+    assert body[0]["change"] != body[1]["change"]

@@ -95,6 +95,7 @@ def account_page(template: str, person: Principal, title: str, status: int = 200
     apps = host().service(CONNECTED_APPS)  # None: the oauth plugin is not enabled
     sections = [("Access tokens", url_for("web.tokens")) if token_store() is not None else None,
                 ("Sessions", url_for("web.sessions")),
+                ("Activity", url_for("web.activity")),
                 ("Password", url_for("web.password")) if host().service(PASSWORDS) is not None else None,
                 ("Connected apps", apps.path) if apps is not None else None]  # fmt: skip
     html = page(template, person=person, title=title, sections=[s for s in sections if s], here=request.path, **context)
@@ -176,6 +177,27 @@ def sessions() -> Any:
     listed = [{**s, "browser": browser_of(s["agent"]), "created_text": when(s["created"]), "seen_text": when(s["seen"])}
               for s in hostcore.sessions_of(host(), name)]  # fmt: skip
     return account_page("sessions.html", person, "Sessions", sessions=listed, done=done)
+
+
+@bp.route("/_/account/activity", methods=["GET"])
+def activity() -> Any:
+    """The activity log and the agent sessions: everyone's for an admin of the whole wiki, else the
+    person's own (the service decides, as for the read_activity tool)."""
+    person = viewer()
+    if person is None:
+        raise SignInFirst()
+    wiki = host().wiki(person)
+    asked = {key: request.args.get(key, "").strip() or None for key in ("principal", "client", "tool", "since")}
+    error = None
+    try:
+        found = wiki.read_activity(**asked, cursor=request.args.get("cursor") or None, limit=50)
+        agents = wiki.list_agent_sessions(asked["principal"], asked["client"], asked["since"], limit=20)["sessions"]
+    except HostcoreError as exc:
+        found, agents, error = {"records": [], "more": False, "next_cursor": None}, [], str(exc)
+    kept: dict[str, Any] = {k: v for k, v in asked.items() if v}
+    older = url_for("web.activity", **kept, cursor=found["next_cursor"]) if found["more"] else None
+    return account_page("activity.html", person, "Activity", 400 if error else 200, records=found["records"],
+                        sessions=agents, asked=asked, older=older, error=error, everyone=wiki.sees_all_activity())  # fmt: skip
 
 
 @bp.route("/_/account/password", methods=["GET", "POST"])

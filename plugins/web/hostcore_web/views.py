@@ -7,7 +7,6 @@ session's CSRF token and each such view calls :func:`hostcore.check_csrf` first.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from hostcore import (
     serving_headers,
 )
 
-from . import access, assets, render, sections, widgets
+from . import access, assets, diffs, navigation, render, sections, widgets
 from .access import SignInFirst, host, require_reader, require_writer
 
 log = logging.getLogger("hostcore.web")
@@ -57,6 +56,7 @@ MERMAID_CSP = (
 )  # mermaid draws SVG with inline styles; scripts stay 'self' only
 _RESERVED = re.compile(r"^[_.]")
 bp.add_app_template_filter(render.snippet_text, "snippet_text")
+bp.add_app_template_global(lambda name: STATIC.get(name) is not None, "static_exists")
 
 
 UNCOUNTED = frozenset({"web.static", "web.favicon", "web.highlight_css"})
@@ -80,6 +80,30 @@ def _not_found(_exc: Exception) -> Any:
     return page("not_found.html", title="Not found"), 404
 
 
+@bp.errorhandler(HostcoreError)
+def _refused(exc: HostcoreError) -> Any:
+    """A request of the site's own refused by the service (a stale form token, too many requests,
+    a file too large ...): the site's page saying so, with its header, for a browser; the error
+    as JSON for the editor's requests and other programs."""
+    status = hostcore.HTTP_STATUS.get(exc.code, 400)
+    headers = {"Retry-After": str(exc.data["retry_after"])} if exc.data.get("retry_after") else {}
+    if _wants_page():
+        try:
+            return page("message.html", title="Not done", message=str(exc)), status, headers
+        except Exception:  # the page itself failed (shared state out, ...): the plain answer, never a second error
+            log.exception("web: drawing the page of a refused request failed")
+    response = jsonify({"error": exc.to_dict()})
+    response.status_code = status
+    response.headers.update(headers)
+    return response
+
+
+def _wants_page() -> bool:
+    return not request.path.startswith(MACHINE_PATHS) and (
+        request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
+    )
+
+
 MACHINE_PATHS = ("/_/mcp", "/_/files/", "/_/upload/", "/_/health", "/.well-known/")
 """Paths whose clients are programs: their HTTP errors stay JSON, whatever the Accept header."""
 
@@ -90,10 +114,7 @@ def _http_error(exc: HTTPException) -> Any:
     any plugin's ``abort``): the site's own page for a browser, ``{"error": ...}`` for a program."""
     status = exc.code or 500
     headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}  # e.g. a 405's Allow
-    wants_page = not request.path.startswith(MACHINE_PATHS) and (
-        request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
-    )
-    if wants_page:
+    if _wants_page():
         template = "not_found.html" if status == 404 else "message.html"
         try:
             return page(template, title=exc.name, message=exc.description), status, headers
@@ -131,9 +152,30 @@ def namespace_image(namespace: str, settings: dict[str, Any]) -> str | None:
     return render.file_href(slug, filename) if present else None
 
 
+HERE = {
+    "edit.html": "Edit", "conflict.html": "Edit", "section_edit.html": "Edit a section", "section_conflict.html": "Edit a section",
+    "history.html": "History", "diff.html": "Changes", "move.html": "Move or rename", "delete.html": "Delete",
+    "page.html": None, "missing.html": None, "namespace.html": None, "home.html": None,
+}  # fmt: skip
+"""The last breadcrumb of a template about a page (None: the page, or namespace, is itself the last); others end with their title."""
+
+
+def sidebar(person: Principal | None, namespace: str, settings: dict[str, Any], slug: str | None) -> navigation.Tree | None:
+    """The namespace's page tree as ``person`` may see it, or None when they may not read it."""
+    reader = access.reader(person)
+    if not reader.can_access(namespace):
+        return None
+    try:
+        facts = host().wiki(reader).page_facts(namespace)
+    except HostcoreError:
+        return None
+    return navigation.page_tree(facts, settings.get("tree") or [], namespace, slug)
+
+
 def page(template: str, namespace: str | None = None, **context: Any) -> str:
-    """A page of the site. ``preview``: (slug, filename) of the page's own image, which its link
-    preview shows instead of the namespace's ``image``."""
+    """A page of the site, with the site's header, breadcrumbs and, in a namespace, its page tree.
+    ``preview``: (slug, filename) of the page's own image, which its link preview shows instead of
+    the namespace's ``image``."""
     settings = settings_of(namespace) if namespace else {}
     image = namespace_image(namespace, settings) if namespace else None
     preview = context.pop("preview", None)
@@ -144,9 +186,19 @@ def page(template: str, namespace: str | None = None, **context: Any) -> str:
             person = access.viewer()
         except HostcoreError:
             person = None
+    slug = context.get("slug")
+    doc = context.get("doc")
+    here = HERE[template] if template in HERE else str(context.get("title") or "")
+    tree = sidebar(person, namespace, settings, slug) if namespace else None
+    doc_title = doc.get("title") if isinstance(doc, Mapping) else getattr(doc, "title", None)
+    if not doc_title and tree and slug:
+        doc_title = tree.titles.get(slug)
+    crumbs = navigation.crumbs(namespace, settings.get("title") or "", slug if namespace else None, doc_title, here)
     return render_template(
         template,
         person=person,
+        crumbs=crumbs,
+        tree=tree,
         namespace=namespace,
         settings=settings,
         **render.look(settings),
@@ -237,16 +289,22 @@ def highlight_css() -> Any:
     return response
 
 
-@bp.route(render.FILES_PATH + "<path:rest>", methods=["GET", "HEAD"])
-def attachment(rest: str) -> Any:
-    """An attachment, for whoever may read its page here (a person's session or a public namespace)."""
+def readable_attachment(rest: str) -> tuple[str, bytes, str, str]:
+    """(filename, bytes, sniffed media type, blob id) of the attachment ``rest`` names
+    (``namespace/page/filename``), when the caller may read its page; sign-in or 404 otherwise."""
     page_slug, _, filename = rest.rpartition("/")
     slug = slug_or_404(page_slug)
     _person, reader = require_reader(slug.split("/", 1)[0])
     try:
-        data, media_type, digest = host().wiki(reader).attachment(slug, filename)
+        return (filename, *host().wiki(reader).attachment(slug, filename))
     except (NotFound, ValidationError):
         abort(404)
+
+
+@bp.route(render.FILES_PATH + "<path:rest>", methods=["GET", "HEAD"])
+def attachment(rest: str) -> Any:
+    """An attachment, for whoever may read its page here (a person's session or a public namespace)."""
+    filename, data, media_type, digest = readable_attachment(rest)
     response = Response(data, headers=serving_headers(media_type, filename))
     response.set_etag(digest)
     return response.make_conditional(request)
@@ -337,11 +395,16 @@ def read(namespace: str, rest: str) -> Any:
         raise
     body = rendered(reader, slug, window["body"], f"{window['hash']}:{window.get('revision')}:{window.get('section')}")
     body, title_anchor = render.without_title(body, window["title"])
+    files = None
+    if not revision and not section:
+        from .attachments import listing
+
+        files = listing(wiki, slug)
     if access.may_write(person, namespace) and not revision and not section:
         body = sections.with_edit_links(body, slug, wiki, window["hash"])
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
-        revision=window.get("revision"),
+        revision=window.get("revision"), files=files,
         section=window.get("section"), title=window["title"], can_write=access.may_write(person, namespace),
         preview=body.image,
     )  # fmt: skip
@@ -420,16 +483,27 @@ def history(slug: str) -> Any:
                 can_write=access.may_write(person, namespace), current_hash=current_hash)  # fmt: skip
 
 
-def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
-    """A unified diff as (kind, line) pairs: kind is head, hunk, add, del or ctx."""
-    out: list[tuple[str, str]] = []
-    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
-        if line.startswith(("---", "+++")) and len(out) < 2:
-            kind = "head"
-        else:
-            kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "ctx"
-        out.append((kind, line))
-    return out
+@bp.route("/_/blame/<path:slug>")
+def blame(slug: str) -> Any:
+    """Each line of the page with the change that last wrote it (``blame_page``), linked from the
+    history; a window of lines at a time (``?line=``)."""
+    slug = slug_or_404(slug)
+    namespace = slug.split("/", 1)[0]
+    person, reader = require_reader(namespace)
+    line = request.args.get("line", "1")
+    try:
+        result = host().wiki(reader).blame_page(slug, int(line) if line.isdigit() and int(line) > 0 else 1, 500)
+    except NotFound:
+        abort(404)
+    changes = {c["id"]: c for c in result["changes"]}
+    rows = [{**entry, "by": changes[entry["change"]], "first": entry["change"] != previous}
+            for entry, previous in zip(result["lines"], [None] + [e["change"] for e in result["lines"]], strict=False)]  # fmt: skip
+    return page("blame.html", namespace, person=person, slug=slug, blame=result, rows=rows, title=f"Blame of {slug}")
+
+
+def diff_lines(old: str, new: str, old_name: str, new_name: str) -> diffs.Diff:
+    """The changes from ``old`` to ``new``, changed words marked (:mod:`hostcore_web.diffs`)."""
+    return diffs.diff(old, new, old_name, new_name)
 
 
 @bp.route("/_/diff/<path:slug>")
@@ -451,7 +525,8 @@ def diff(slug: str) -> Any:
             abort(404)
 
     lines = diff_lines(body_at(old_rev), body_at(new_rev), old_rev[:12] or "current", new_rev[:12] or "current")
-    return page("diff.html", namespace, person=person, slug=slug, lines=lines, old=old_rev, new=new_rev,
+    view = "split" if request.args.get("view") == "split" else "inline"
+    return page("diff.html", namespace, person=person, slug=slug, lines=lines, old=old_rev, new=new_rev, view=view,
                 title=f"Changes to {slug}")  # fmt: skip
 
 

@@ -7,8 +7,9 @@ namespace of thousands of pages costs one indexed query, on the first request as
 from __future__ import annotations
 
 import re
+import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -69,8 +70,33 @@ def natural(slug: str) -> tuple[tuple[int | str, ...], str]:
     return tuple(int(p) if i % 2 else p.casefold() for i, p in enumerate(parts)), slug
 
 
+_ORDERS: OrderedDict[tuple[str, tuple[str, ...], int], list[str]] = OrderedDict()
+_ORDERS_LOCK = threading.Lock()
+ORDERS_KEPT = 64  # namespaces whose page order a process keeps (each a list of slugs)
+
+
 def ordered(facts: Sequence[Fact], tree: list[str], namespace: str) -> list[Fact]:
-    """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest in natural order."""
+    """Pages in the ``tree`` order (each entry a page or a folder of pages), then the rest in natural
+    order. The order depends on the slugs alone, so it is kept per namespace until a page comes or
+    goes: every page of a big namespace shows its tree, and sorting thousands of names naturally
+    on each of them is what would cost."""
+    by_slug = {f["slug"]: f for f in facts}
+    key = (namespace, tuple(tree), hash(tuple(by_slug)))
+    with _ORDERS_LOCK:
+        kept = _ORDERS.get(key)
+        if kept is not None:
+            _ORDERS.move_to_end(key)
+    if kept is not None and len(kept) == len(by_slug):
+        return [by_slug[s] for s in kept]
+    out = _ordered(facts, tree, namespace)
+    with _ORDERS_LOCK:
+        _ORDERS[key] = [f["slug"] for f in out]
+        while len(_ORDERS) > ORDERS_KEPT:
+            _ORDERS.popitem(last=False)
+    return out
+
+
+def _ordered(facts: Sequence[Fact], tree: list[str], namespace: str) -> list[Fact]:
     facts = sorted(facts, key=lambda f: natural(f["slug"]))
     by_slug = {f["slug"]: f for f in facts}
     out: list[Fact] = []

@@ -30,6 +30,7 @@ from hostcore import SYSTEM, create_app
 from hostcore.testing import cli, create_token, start_server, stop_process_group
 from hostcore.testing.documents import png_image
 
+from .editing_in_chromium import type_in_editor
 from .test_export import plain_server
 
 MERMAID = Path(hostcore_web.__file__).parent / "static" / "vendor" / "mermaid.min.js"
@@ -203,7 +204,7 @@ def test_web_search_gives_the_answer_mcp_search_gives(browser, served):
     assert found["hits"] == [] and [r["id"] for r in found["results"]] == ["/_/files/notes/setup/runbook.txt"]
     sign_in(browser, served, "/")
     browser.get(served.base + "/_/search?q=quokka")
-    shown = browser.find_elements(By.CSS_SELECTOR, "main li > a")
+    shown = browser.find_elements(By.CSS_SELECTOR, "main li:not(nav.crumbs li) > a")
     assert [a.text for a in shown] == ["runbook.txt"] and not browser.find_elements(By.CSS_SELECTOR, ".nothing")
     assert "attached to notes/setup" in browser.find_element(By.CSS_SELECTOR, "ul.attachments").text
     browser.screenshot("web-search-attachments")
@@ -211,7 +212,7 @@ def test_web_search_gives_the_answer_mcp_search_gives(browser, served):
     assert "Feed the quokka" in browser.find_element(By.TAG_NAME, "body").text
     browser.get(served.base + "/_/search?q=zzqxjv")
     assert browser.find_element(By.CSS_SELECTOR, "main p.nothing").text == "Nothing found."
-    assert not browser.find_elements(By.CSS_SELECTOR, "main li")
+    assert not browser.find_elements(By.CSS_SELECTOR, "main li:not(nav.crumbs li)")
 
 
 def test_browse_a_namespace_with_widgets(browser, served):
@@ -231,9 +232,7 @@ def test_browse_a_namespace_with_widgets(browser, served):
 
 def test_edit_lose_a_race_then_merge(browser, served):
     sign_in(browser, served, "/_/edit/notes/race")
-    textarea = browser.find_element(By.ID, "body")
-    textarea.clear()
-    textarea.send_keys("Line one, edited in the browser.\nLine two.\n")
+    type_in_editor(browser, "Line one, edited in the browser.\nLine two.\n", replace=True)
     browser.screenshot("web-edit")
     # someone else saves first, over MCP
     _status, page = mcp(served.base, served.token, "read_page", {"slug": "notes/race"})
@@ -264,7 +263,20 @@ def test_history_diff_and_restore(browser, served):
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form[action$='/_/diff/notes/hist'] button"))
     assert browser.find_element(By.CSS_SELECTOR, ".d-del").text == "-First words."
     assert browser.find_element(By.CSS_SELECTOR, ".d-add").text == "+Second words."
+    assert browser.find_element(By.CSS_SELECTOR, ".d-del del").text == "First"  # the word that changed
     browser.screenshot("web-diff")
+    browser.click_and_wait(browser.find_element(By.LINK_TEXT, "Side by side"))
+    assert [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.diff.split td.d-del, table.diff.split td.d-add")] == [
+        "First words.", "Second words."]  # fmt: skip
+    assert browser.find_element(By.CSS_SELECTOR, "table.diff.split td.d-add ins").text == "Second"
+    browser.screenshot("web-diff-split")
+    browser.back()
+    browser.back()
+    browser.click_and_wait(browser.find_element(By.ID, "blame-link"))
+    firsts = [row.find_element(By.CSS_SELECTOR, "td.author").text for row in browser.find_elements(By.CSS_SELECTOR, "#blame tr.first")]
+    assert firsts == ["other-writer", "other-writer"]  # the first save wrote the settings, the second the text
+    assert browser.find_elements(By.CSS_SELECTOR, "#blame td.text")[-1].text == "Second words."
+    browser.screenshot("web-blame")
     browser.back()
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "ul.restore button"))
     assert browser.current_url == served.base + "/notes/hist"
@@ -294,6 +306,41 @@ def test_create_a_token_use_it_over_mcp_and_revoke_it(browser, served):
     assert "browser-made" not in browser.find_element(By.CSS_SELECTOR, "table.tokens").text
     browser.screenshot("web-tokens")
     assert mcp(served.base, token, "read_page", {"slug": "notes/setup"})[0] == 401
+
+
+def test_the_activity_page_shows_an_assistants_calls_and_sessions(browser, served):
+    """Issue 26 #4 in Chromium against two gunicorn workers: the admin's activity page lists another
+    principal's MCP calls (tool, page, outcome, client) and groups them into an agent session; the
+    admin's own page views are there too."""
+    assert mcp(served.base, served.token, "read_page", {"slug": "notes/setup"})[0] == 200
+    refused = httpx.post(served.base + "/_/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_page", "arguments": {"slug": "notes/absent"}}}, headers={
+        "Authorization": f"Bearer {served.token}", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18", "User-Agent": "Python-urllib/3"})  # fmt: skip
+    assert refused.json()["result"]["isError"]  # a tool error: not_found
+    sign_in(browser, served, "/_/account/activity?principal=other-writer")
+    rows = logged(browser, served.base + "/_/account/activity?principal=other-writer", lambda rows: sum("read_page" in r for r in rows) >= 2)
+    reads = [r for r in rows if "read_page" in r]
+    assert any("notes/setup" in r and r.split()[-2] == "ok" for r in reads), rows
+    assert any("notes/absent" in r and "not_found" in r for r in reads), rows
+    assert all("other-writer" in r and "Python-urllib" in r for r in reads), rows
+    sessions = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#agent-sessions tbody tr")]
+    assert any("other-writer" in r and "token" in r for r in sessions), sessions
+    browser.screenshot("web-activity")
+    assert logged(browser, served.base + "/_/account/activity?principal=admin&tool=web:activity",
+                  lambda rows: any("web:activity" in r for r in rows))  # fmt: skip
+
+
+def logged(browser: Any, url: str, enough: Any) -> list[str]:
+    """The rows of the activity page at ``url`` once ``enough(rows)`` holds, reloading meanwhile
+    (another worker writes its records within half a second), or after 10 seconds."""
+    deadline = time.monotonic() + 10
+    while True:
+        browser.get(url)
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#activity-log tbody tr")]
+        if enough(rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.3)
 
 
 def test_screens_for_the_docs(browser, served):
@@ -475,13 +522,15 @@ def test_a_browser_session_leaves_nothing_in_the_temporary_folder():
     tmp = Path(tempfile.gettempdir())
 
     def leftovers() -> set[Path]:
-        return {*tmp.glob("org.chromium.Chromium.*"), *tmp.glob("hostcore-chromium-*")}
+        return set(tmp.glob("org.chromium.Chromium.*"))
 
     before = leftovers()
     with chromium() as session:
+        scratch = Path(session.service.env["TMPDIR"])  # this session's own folder (another test's Chromium may run meanwhile)
+        assert scratch.parent == tmp and scratch.name.startswith("hostcore-chromium-") and scratch.exists()
         session.get("data:text/html,<title>blank</title>")
         assert session.title == "blank"
-    assert leftovers() - before == set()
+    assert not scratch.exists() and leftovers() - before == set()
 
 
 def test_waiting_for_the_next_page_takes_chromedrivers_detached_node_error_as_gone():

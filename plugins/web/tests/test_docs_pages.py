@@ -30,6 +30,8 @@ DOCUMENTED = {
     "web.move": "/_/move/<namespace>/<page>",
     "web.delete": "/_/delete/<namespace>/<page>",
     "web.account": "/_/account",
+    "web.page_names": "/_/web/page-names",
+    "web.pdf_view": "/_/web/pdf/<namespace>/<page>/<filename>",
     "web.tokens": "/_/account/tokens",
     "web.sessions": "/_/account/sessions",
     "web.password": "/_/account/password",

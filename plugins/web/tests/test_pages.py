@@ -160,7 +160,9 @@ def test_page_lists_sort_numbers_by_value(carol, admin):
     for widget in ("pages", "pinned"):
         listed = re.findall(r">(RL-\d+)</a>", index.split(f"widget-{widget}")[1].split("</section>")[0])
         assert listed == expected, (widget, listed)
-    assert re.findall(r">(RL-\d+)</a>", carol.get("/_/pages/notes").text) == expected
+    every = carol.get("/_/pages/notes").text
+    assert re.findall(r">(RL-\d+)</a>", every.split("<main")[1]) == expected
+    assert re.findall(r">(RL-\d+)</a>", every.split('<nav class="tree"')[1].split("</nav>")[0]) == expected  # the sidebar too
     assert [p["slug"] for p in admin.list_pages("notes")["pages"]][:3] == ["notes/rl-1", "notes/rl-10", "notes/rl-2"]  # the contract's order
 
 
@@ -207,6 +209,25 @@ def test_history_diff_revision_and_restore(carol, admin):
     stale = carol.post("/_/restore/notes/h", data={"csrf_token": carol.csrf, "revision": ids[0], "basehash": current_hash})
     assert stale.status_code == 409 and admin.read_page("notes/h")["body"] == "one\ntwo\n"
     assert carol.get("/notes/h?rev=abc").status_code == 404
+
+
+def test_the_history_links_to_who_wrote_each_line(carol, admin, host, client_for):
+    from dataclasses import replace
+
+    from hostcore import SYSTEM
+
+    first = admin.save_page("notes/b", body="one\ntwo\n", title="B")
+    host.wiki(replace(SYSTEM, name="bot", client="Claude Desktop 0.9.3")).save_page("notes/b", first["hash"], body="one\nTWO\n")
+    assert 'href="/_/blame/notes/b"' in carol.get("/_/history/notes/b").text
+    page = carol.get("/_/blame/notes/b")
+    assert page.status_code == 200
+    rows = re.findall(r'<td class="author">([^<]*)</td><td>([^<]*)</td>.*?<td class="n">(\d+)</td><td class="text"><code>([^<]*)</code>',
+                      page.text, re.S)  # fmt: skip
+    # each change's first line names it: the front matter and "one" are the first save's, "TWO" the bot's
+    assert [(who, client, text) for who, client, _n, text in rows] == [("hostcore", "", "---"), ("bot", "Claude Desktop 0.9.3", "TWO")]
+    assert '<td class="n">4</td><td class="text"><code>one</code>' in page.text
+    assert client_for("dave").get("/_/blame/notes/b").status_code == 404  # dave reads only team
+    assert carol.get("/_/blame/notes/none").status_code == 404
 
 
 def test_recent_changes_wiki_wide_and_per_namespace(carol, admin, app):

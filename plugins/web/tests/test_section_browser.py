@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from selenium.webdriver.common.by import By
 
+from .editing_in_chromium import type_in_editor
 from .test_browser import mcp, served, sign_in  # noqa: F401  (the fixture)
 
 PAGE = "# Runbook\n\nWhat to do.\n\n## Deploy\n\nShip it.\n\n## Rollback\n\nUndo it.\n"
@@ -28,10 +29,8 @@ def test_a_person_and_an_assistant_edit_one_page_by_sections(browser, served):  
     sign_in(browser, served, "/" + slug)
     browser.screenshot("web-section-links")
     browser.click_and_wait(edit_link(browser, "deploy"))
-    text = browser.find_element(By.ID, "text")
-    assert text.get_attribute("value") == "## Deploy\n\nShip it.\n\n"
-    text.clear()
-    text.send_keys("## Deploy\n\nShip it on Tuesdays.\n")
+    assert browser.find_element(By.ID, "text").get_attribute("value") == "## Deploy\n\nShip it.\n\n"
+    type_in_editor(browser, "## Deploy\n\nShip it on Tuesdays.\n", replace=True, textarea="text")
     browser.screenshot("web-section-edit")
     assistant_replaces(served, slug, "rollback", "Undo it.", "Undo it, then tell the team.")  # meanwhile, another section
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.editor button[type=submit]"))
@@ -40,9 +39,7 @@ def test_a_person_and_an_assistant_edit_one_page_by_sections(browser, served):  
     assert "Ship it on Tuesdays." in shown and "Undo it, then tell the team." in shown
 
     browser.click_and_wait(edit_link(browser, "rollback"))
-    text = browser.find_element(By.ID, "text")
-    text.clear()
-    text.send_keys("## Rollback\n\nUndo it, carefully.\n")
+    type_in_editor(browser, "## Rollback\n\nUndo it, carefully.\n", replace=True, textarea="text")
     assistant_replaces(served, slug, "rollback", "then tell the team", "then page the on-call")  # the same section
     browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form.editor button[type=submit]"))
     assert "Someone else changed this section" in browser.find_element(By.TAG_NAME, "h1").text

@@ -18,7 +18,7 @@ def _field(html: str, name: str) -> str:
 def _textarea(html: str) -> str:
     from html import unescape
 
-    return unescape(re.search(r'<textarea id="text" name="text" rows="20">(.*?)</textarea>', html, re.S).group(1))
+    return unescape(re.search(r'<textarea id="text" name="text" rows="20"[^>]*>(.*?)</textarea>', html, re.S).group(1))
 
 
 def assistant(host):

@@ -8,6 +8,9 @@
       window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default" });
       window.mermaid.run({ querySelector: "pre.mermaid" });
     }
+    // The page tree starts folded on a phone, so the page comes first.
+    var tree = document.getElementById("page-tree");
+    if (tree && window.matchMedia("(max-width: 48rem)").matches) { tree.open = false; }
     // Select a new token on focus so it is easy to copy.
     var token = document.getElementById("new-token");
     if (token) { token.addEventListener("focus", function () { token.select(); }); token.focus(); }
