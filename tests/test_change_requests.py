@@ -123,6 +123,9 @@ def test_a_change_request_is_proposed_reviewed_and_applied_as_one_change(host: H
         assert "Reason: the person asked to tidy notes" in top.message and "Approved-by: ann" in top.message
         assert "Proposed-by: bot via claude-code 2.1" in top.message and top.author == "ann"
         assert set(top.paths) >= {"notes/b.md", "notes/new.md", "notes/gone.md", f"{FOLDER}/{made['id']}.json"}
+        blamed = w.blame_page("notes/b")  # blame names the change request, its reason and its approver
+        bee = next(c for c in blamed["changes"] if c["id"] == next(x["change"] for x in blamed["lines"] if x["text"] == "BEE"))
+        assert bee["author"] == "ann" and "Reason: the person asked to tidy notes" in (bee["reason"] or "")
 
     with pytest.raises(Conflict, match="applied already"):
         host.wiki(REVIEWER).apply_change_request(made["id"])
