@@ -230,3 +230,15 @@ def _hunks(old: str, new: str, spans: Sequence[Span], context: int) -> Iterator[
 def _marked(prefix: str, lines: list[str]) -> Iterator[str]:
     for line in lines:
         yield prefix + line if line.endswith("\n") else f"{prefix}{line}\n{NO_NEWLINE}"
+
+
+def text_diff(old: str, new: str, from_name: str, to_name: str) -> str:
+    """The unified diff of any two texts: the stretch between their common prefix and suffix is diffed."""
+    limit = min(len(old), len(new))
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return unified_diff(old, new, [Span(head, len(new) - tail, head, len(old) - tail)], from_name, to_name)

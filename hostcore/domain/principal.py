@@ -1,7 +1,9 @@
 """Principals: who is calling, with which scopes, limited to which namespaces.
 
-Scopes are ordered: ``admin`` implies ``write``, and ``write`` implies ``read`` (a writer must read
-a page's hash before changing it). A principal limited to namespaces lists, reads and writes only
+Scopes are ordered, each implying the ones before it: ``read``; ``propose`` (read, and make change
+requests, never writing a page itself); ``write`` (a writer must read a page's hash before changing
+it, and may propose); ``review`` (write, and apply or reject anyone's change requests, whatever
+their risk); ``admin``. A principal limited to namespaces lists, reads and writes only
 those, whatever its scopes.
 """
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 
 from hostcore.errors import Forbidden, InsufficientScope
 
-SCOPES = ("read", "write", "admin")
+SCOPES = ("read", "propose", "write", "review", "admin")
 """Every scope, weakest first: each implies the ones before it."""
 SCOPE_ORDER = {scope: rank for rank, scope in enumerate(SCOPES, 1)}
 
@@ -46,9 +48,10 @@ class Principal:
         """Raise InsufficientScope naming ``scope`` unless the principal holds it."""
         if not self.has_scope(scope):
             held = ", ".join(sorted(self.scopes)) or "none"
+            hint = " It may propose changes instead: create_change_request." if scope == "write" and self.has_scope("propose") else ""
             raise InsufficientScope(
                 f"this call needs the {scope!r} scope; your token has: {held}. "
-                f"Ask an admin for a token with the {scope!r} scope.",
+                f"Ask an admin for a token with the {scope!r} scope.{hint}",
                 required_scope=scope,
             )
 

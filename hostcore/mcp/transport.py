@@ -170,7 +170,7 @@ def resource_metadata() -> Response:
             "authorization_servers": host.config.get("AUTHORIZATION_SERVERS", []),
             "bearer_methods_supported": ["header"],
             "resource_name": host.config.get("TITLE", "hostcore"),
-            "scopes_supported": ["read", "write", "admin"],
+            "scopes_supported": list(SCOPES),
         }
     )
 

@@ -9,19 +9,31 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
+
+from typing_extensions import TypedDict
 
 from hostcore.domain import namespaces as ns_settings
 from hostcore.domain.attachments import files_folder
-from hostcore.domain.pages import Page, check_namespace, check_portable, namespace_path, page_path
+from hostcore.domain.pages import (
+    Page,
+    access_folder,
+    check_namespace,
+    check_portable,
+    check_slug,
+    namespace_of,
+    namespace_path,
+    page_path,
+)
 from hostcore.domain.principal import Principal
-from hostcore.errors import Conflict, NotFound, TooLarge, Unavailable, ValidationError
+from hostcore.errors import Conflict, Forbidden, NotFound, TooLarge, Unavailable, ValidationError
 from hostcore.seams.storage import Change, Operation
 from hostcore.service import policy
 
 if TYPE_CHECKING:
     from hostcore.host.host import Host
+    from hostcore.service.change_requests import ChangeRequestsMixin
 
 log = logging.getLogger("hostcore.service")
 
@@ -46,6 +58,13 @@ _GONE = {
 _reported: set[str] = set()  # settings problems already logged by this process
 
 
+class Proposal(TypedDict):
+    """What a write answers when it became a change request instead of landing."""
+
+    proposed: str
+    review: str
+
+
 class WikiBase:
     """The wiki as one principal may see it, without any operations yet."""
 
@@ -63,9 +82,44 @@ class WikiBase:
         """Apply ``ops`` as one ``change`` (each checked against its expected hash: all or
         nothing), then tell every plugin which paths it changed (``storage_changed``: the derived
         indexes take them in). Returns what :meth:`hostcore.Storage.apply` does."""
+        for namespace in sorted({ns for op in ops if (ns := access_folder(op.path))}):
+            if self._reviewed(namespace):
+                raise Forbidden(
+                    f"namespace {namespace!r} takes changes by review and your token lacks the 'review' scope; nothing "
+                    "was written. Propose it with create_change_request: someone with the review scope applies it",
+                    namespace=namespace,
+                )
         stored = self.storage.apply(ops, change)
         self.host.notify("storage_changed", paths=sorted({op.path for op in ops}), change=change)
         return stored
+
+    def _reviewed(self, namespace: str) -> bool:
+        """Whether a write of the caller in ``namespace`` must be a change request: the namespace's
+        ``review`` setting is on and the caller lacks the ``review`` scope."""
+        return not self.principal.has_scope("review") and self._namespace_fields(namespace, ("review",)).get("review") is True
+
+    def _proposal(self, tool: str, changes: list[dict[str, Any]]) -> Proposal | None:
+        """When a namespace ``changes`` (checked by their tool already) touch takes changes by review
+        and the caller may not review: the change request made of them instead, which ``tool``
+        answers with; else None, and the write goes on."""
+        slugs = [s for c in changes for k in ("slug", "new_slug") if isinstance(s := c.get(k), str)]
+        try:
+            reviewed = any(self._reviewed(namespace_of(check_slug(s))) for s in slugs)
+        except ValidationError:
+            return None
+        if not reviewed:
+            return None
+        client = f" via {self.principal.client}" if self.principal.client else ""
+        made = cast("ChangeRequestsMixin", self).create_change_request(
+            [{k: v for k, v in c.items() if v is not None} for c in changes],
+            f"{tool}: {', '.join(slugs)}"[:200],
+            f"{tool} by {self.principal.name}{client}, in a namespace that takes changes by review",
+        )
+        return {
+            "proposed": made["id"],
+            "review": f"not written yet: change request {made['id']} waits for someone with the review scope "
+            "(read_change_request shows it, apply_change_request applies it); tell the person",
+        }
 
     def _access(self, scope: str, slug: str, field: str = "slug") -> str:
         return policy.require_page(self.principal, scope, slug, field)

@@ -45,6 +45,7 @@ class NamespaceSettings(TypedDict, total=False):
     title: str
     description: str
     public: bool
+    review: bool
     image: str
     skin: str
     palette: str

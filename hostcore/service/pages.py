@@ -49,6 +49,8 @@ class SaveResult(TypedDict):
     hash: str
     created: bool
     changed: bool
+    proposed: NotRequired[str]
+    review: NotRequired[str]
 
 
 class EditResult(TypedDict):
@@ -60,12 +62,16 @@ class EditResult(TypedDict):
     rebased: NotRequired[bool]
     basehash: NotRequired[str]
     current: NotRequired[str]
+    proposed: NotRequired[str]
+    review: NotRequired[str]
 
 
 class DeleteResult(TypedDict):
     slug: str
     deleted: bool
     hash: str
+    proposed: NotRequired[str]
+    review: NotRequired[str]
 
 
 class PageEntry(TypedDict):
@@ -129,6 +135,9 @@ class PagesMixin(WikiBase):
         plan = self._plan_save(slug, basehash, body, title, tags, pin)
         if not plan.ops:
             return {"slug": slug, "hash": plan.page.hash, "created": False, "changed": False}
+        asked = {"op": "save", "slug": slug, "basehash": basehash, "body": body, "title": title, "tags": tags, "pin": pin}
+        if (proposal := self._proposal("save_page", [asked])) is not None:
+            return {"slug": slug, "hash": basehash or "", "created": False, "changed": False, **proposal}
         change = self._change("save_page", slug)
         try:
             self._store(plan.ops, change)
@@ -204,6 +213,8 @@ class PagesMixin(WikiBase):
         result: EditResult = {"slug": slug, "hash": previous.hash, "changed": bool(plan.ops), "diff": diff, "dryRun": dry_run}
         if dry_run or not plan.ops:
             return result
+        if (proposal := self._proposal("edit_page", [{"op": "edit", "slug": slug, "basehash": basehash, "edits": edits}])) is not None:
+            return {**result, "changed": False, **proposal}
         change = self._change("edit_page", slug)
         try:
             self._store(plan.ops, change)
@@ -257,6 +268,10 @@ class PagesMixin(WikiBase):
             }  # fmt: skip
             if dry_run or not changed:
                 return result
+            # rebased or not, the edits apply to the current page as it is: that is what is proposed
+            asked = {"op": "edit", "slug": slug, "basehash": current.hash, "edits": edits}
+            if change is None and (proposal := self._proposal("edit_page", [asked])) is not None:
+                return {**result, "changed": False, **proposal}
             change = change or self._change("edit_page", slug)
             try:
                 self._store([Put(page_path(slug), new_page.to_bytes(), expect=current.hash)], change)
@@ -280,6 +295,8 @@ class PagesMixin(WikiBase):
         plan = self._plan_delete(slug, basehash)
         previous = plan.previous
         assert previous is not None
+        if (proposal := self._proposal("delete_page", [{"op": "delete", "slug": slug, "basehash": previous.hash}])) is not None:
+            return {"slug": slug, "deleted": False, "hash": previous.hash, **proposal}
         change = self._change("delete_page", slug)
         try:
             self._store(plan.ops, change)

@@ -18,6 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NotRequired
 
 from typing_extensions import TypedDict
 
@@ -80,6 +81,8 @@ class SectionEdited(TypedDict):
     changed: bool
     block_count: int
     added_sections: list[str]
+    proposed: NotRequired[str]
+    review: NotRequired[str]
 
 
 class SectionSource(TypedDict):
@@ -243,6 +246,11 @@ class SectionsMixin(WikiBase):
         check_body(markdown, "markdown")
         if position not in dom.POSITIONS:
             raise ValidationError(f"must be one of {', '.join(dom.POSITIONS)}", field="position")
+        asked = {"op": "append", "slug": slug, "markdown": markdown, "section_id": section_id, "position": position}
+        if (proposal := self._proposal("append_to_page", [asked])) is not None:
+            page = self._load(slug)
+            return {"slug": slug, "hash": page.hash, "section_id": section_id or "", "rev": "", "changed": False,
+                    "block_count": 0, "added_sections": [], **proposal}  # fmt: skip
         target: list[str] = []
         before: list[str] = []
 

@@ -5,7 +5,7 @@ A thin, typed function over :mod:`hostcore.service.changes`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NotRequired
 
 from pydantic import ConfigDict, Field, with_config
@@ -20,24 +20,31 @@ from hostcore.service.wiki import Wiki
 from hostcore.tools.args import Slug
 from hostcore.tools.pages import Edit
 
+BaseHash = Annotated[str, Field(description="hash from read_page; required for edit and move, and to update with save")]
+Body = Annotated[str, Field(max_length=MAX_BODY_BYTES, description="save: complete Markdown body")]
+Title = Annotated[str, Field(max_length=MAX_TITLE, description="save: page title")]
+Tags = Annotated[list[Annotated[str, Field(max_length=MAX_TAG)]], Field(max_length=MAX_TAGS, description="save: complete tag list")]
+Pin = Annotated[bool, Field(description="save: show the page in the pinned widget")]
+Edits = Annotated[list[Edit], Field(min_length=1, max_length=MAX_EDITS, description="edit: replacements, applied in order")]
+NewSlug = Annotated[str, Field(description="move: destination page identifier in namespace/page form")]
+
+
+class PageFields(TypedDict):
+    """What apply_changes' operations and a change request's share: the page and each op's fields."""
+
+    slug: Slug
+    basehash: NotRequired[BaseHash]
+    body: NotRequired[Body]
+    title: NotRequired[Title]
+    tags: NotRequired[Tags]
+    pin: NotRequired[Pin]
+    edits: NotRequired[Edits]
+    new_slug: NotRequired[NewSlug]
+
 
 @with_config(ConfigDict(extra="forbid"))
-class PageChange(TypedDict):
+class PageChange(PageFields):
     op: Annotated[Op, Field(description="save (create or update), edit (exact-text edits), move or delete")]
-    slug: Slug
-    basehash: NotRequired[
-        Annotated[str, Field(description="hash from read_page; required for edit and move, and to update with save")]
-    ]
-    body: NotRequired[Annotated[str, Field(max_length=MAX_BODY_BYTES, description="save: complete Markdown body")]]
-    title: NotRequired[Annotated[str, Field(max_length=MAX_TITLE, description="save: page title")]]
-    tags: NotRequired[
-        Annotated[list[Annotated[str, Field(max_length=MAX_TAG)]], Field(max_length=MAX_TAGS, description="save: complete tag list")]
-    ]
-    pin: NotRequired[Annotated[bool, Field(description="save: show the page in the pinned widget")]]
-    edits: NotRequired[
-        Annotated[list[Edit], Field(min_length=1, max_length=MAX_EDITS, description="edit: replacements, applied in order")]
-    ]
-    new_slug: NotRequired[Annotated[str, Field(description="move: destination page identifier in namespace/page form")]]
 
 
 @tool(scope="write", destructive=True, title="Change several pages at once")
@@ -60,10 +67,11 @@ def apply_changes(
     With git storage the call is one commit. The result lists each page's new hash ("" when deleted)
     and whether it changed.
     """
-    return wiki.apply_changes([_plain(c) for c in changes])
+    return wiki.apply_changes([plain(c) for c in changes])
 
 
-def _plain(change: PageChange) -> dict[str, Any]:
+def plain(change: Mapping[str, Any]) -> dict[str, Any]:
+    """A change as the service takes it: plain dicts, the keys given."""
     out: dict[str, Any] = dict(change)
     if "edits" in change:
         out["edits"] = [{"oldText": e["oldText"], "newText": e["newText"]} for e in change["edits"]]

@@ -70,6 +70,10 @@ def save_namespace(
     name: NamespaceName,
     basehash: Annotated[str | None, Field(description="hash from read_namespace; required to update, omit to create")] = None,
     public: Annotated[bool | None, Field(description="whether anonymous visitors can read the namespace")] = None,
+    review: Annotated[
+        bool | None,
+        Field(description="whether writes by tokens without the review scope become change requests instead of landing"),
+    ] = None,
     title: Annotated[str | None, Field(max_length=MAX_TITLE, description="human-readable namespace title")] = None,
     description: Annotated[str | None, Field(max_length=MAX_DESCRIPTION, description="brief namespace description")] = None,
     image: Annotated[
@@ -125,7 +129,8 @@ def save_namespace(
 ) -> NamespaceSaved:
     """Create a namespace's settings, or update them with the basehash from read_namespace. Needs the admin scope.
 
-    Arguments: name; basehash (omit to create, required to update); public; title (at most 256);
+    Arguments: name; basehash (omit to create, required to update); public; review (writes by tokens
+    without the review scope become change requests for a reviewer instead of landing); title (at most 256);
     description (at most 255); image (page/filename of a PNG or JPEG attachment); skin; palette; index
     (one-segment index page name); guide (a page path in this namespace holding its operating guide for
     assistants, which read_guide returns and the server's instructions point to; empty for none); inbox
@@ -139,7 +144,7 @@ def save_namespace(
     hash: re-read and retry.
     """
     fields = {
-        "public": public, "title": title, "description": description, "image": image, "skin": skin, "palette": palette, "index": index,
+        "public": public, "review": review, "title": title, "description": description, "image": image, "skin": skin, "palette": palette, "index": index,
         "guide": guide, "inbox": inbox, "widgets": widgets, "tree": tree, "new": dict(new) if new is not None else None,
         "export": dict(export) if export is not None else None,
     }  # fmt: skip

@@ -80,7 +80,7 @@ def test_resource_metadata(server):
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
     meta = r.json()
     assert meta["resource"] == server.url
-    assert set(meta["scopes_supported"]) == {"read", "write", "admin"}
+    assert set(meta["scopes_supported"]) == {"read", "propose", "write", "review", "admin"}
     assert meta["bearer_methods_supported"] == ["header"]
     assert isinstance(meta["authorization_servers"], list)
     assert root.status_code == 200 and root.json()["resource"] == server.url

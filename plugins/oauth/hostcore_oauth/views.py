@@ -159,7 +159,9 @@ def make_blueprint(server_of: Any) -> Blueprint:
 
 SCOPE_HELP = {
     "read": "read and search pages",
+    "propose": "propose changes to pages for a person to review (change requests), without changing any",
     "write": "create, change, move and delete pages",
+    "review": "apply or reject anyone's change requests",
     "admin": "change namespace settings",
 }
 

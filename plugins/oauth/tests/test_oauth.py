@@ -175,6 +175,22 @@ def test_a_person_cannot_give_more_than_they_hold(client):
     assert refused["isError"]
 
 
+def test_a_grant_may_only_propose(client):
+    client_id = register(client)["client_id"]
+    client.get("/_/test/sign-in/ann")
+    verifier, challenge = pkce()
+    url = authorize_url(client_id, REDIRECT, challenge, scope="propose review")
+    page = client.get(url).text
+    assert "propose changes to pages for a person to review" in page and "apply or reject anyone" in page
+    tokens = exchange(client, client_id, redirect_params(approve(client, url, ["propose"]))["code"], verifier).json
+    assert tokens["scope"] == "propose"
+    asked = {"changes": [{"op": "save", "slug": "notes/x", "body": "x"}], "title": "A page", "reason": "asked"}
+    made = ok(call(client, tokens["access_token"], "create_change_request", asked))
+    assert not made["isError"] and made["structuredContent"]["state"] == "open", made
+    refused = call(client, tokens["access_token"], "save_page", {"slug": "notes/x", "body": "x"})
+    assert refused.status_code == 403 and 'scope="propose write"' in refused.headers["WWW-Authenticate"]
+
+
 def test_a_disabled_person_s_tokens_stop_at_once(client):
     _, tokens = connect(client)
     people.DISABLED.add("ann")

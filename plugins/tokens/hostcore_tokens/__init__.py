@@ -1,6 +1,6 @@
 """Personal access tokens: ``Authorization: Bearer hc_...``.
 
-A token has a name, scopes (read, write, admin; each implies the ones before it) and optionally a
+A token has a name, scopes (read, propose, write, review, admin; each implies the ones before it) and optionally a
 list of namespaces it is limited to. Only its SHA-256 is stored, in the host's shared state
 (``host.shared``: ``shared.sqlite`` in the instance folder, or Redis when ``REDIS_URL`` is set, so
 a token made on one host works at once on every host, and a revoked one stops everywhere at
