@@ -112,6 +112,13 @@ class Head:
     etag: str
 
 
+class Found(str):
+    """An ETag a step found in place: the path already held the step's new bytes (another
+    writer's change of the same content, or a retried put of this one that had landed), so the
+    step wrote nothing, and undoing a batch that lost a later race leaves it as it is: putting
+    the old bytes back would undo another writer's acknowledged change."""
+
+
 class S3Storage(Storage):
     """Objects in an S3-compatible bucket; the module docstring says what is atomic.
 
@@ -407,7 +414,8 @@ class S3Storage(Storage):
                     if applied:
                         self._put_json(record, {**entry, "state": "abort", "writer": self._writer})
                         for done, etag in reversed(applied):
-                            self._undo(done, etag)
+                            if not isinstance(etag, Found):  # found in place: another writer's, not undone
+                                self._undo(done, etag)
                     self._call("delete_object", Key=record)
                     raise
             self._finish(entry, record)
@@ -417,7 +425,8 @@ class S3Storage(Storage):
             raise
 
     def _step(self, step: dict[str, Any], etag: str | None, data: bytes | None) -> str | None:
-        """Move ``step["path"]`` from its old hash (ETag ``etag``) to its new one; the new ETag.
+        """Move ``step["path"]`` from its old hash (ETag ``etag``) to its new one; the new ETag
+        (a :class:`Found` one when the path already held the new bytes and nothing was written).
 
         Raises Conflict when another writer changed the path first.
         """
@@ -436,7 +445,7 @@ class S3Storage(Storage):
                 raise
         head = self._head(path)
         if head is not None and head.hash == new:  # a retry of a put that had landed, or the same bytes
-            return head.etag
+            return Found(head.etag)
         raise Conflict(f"{path} was changed by another writer meanwhile; read it again and retry", path=path, hash=head.hash if head else "")
 
     def _delete(self, path: str, etag: str | None) -> None:

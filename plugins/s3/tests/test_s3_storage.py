@@ -151,6 +151,28 @@ def test_batch_losing_a_race_halfway_undoes_what_it_wrote(storage: S3Storage, tm
     assert internal_keys(storage, "pending") == []
 
 
+def test_undoing_a_lost_batch_keeps_a_rivals_write_of_the_same_bytes(storage: S3Storage, tmp_path: Path) -> None:
+    """A step finding the path already holding its new bytes (another writer's acknowledged write
+    of the same content) did not write them: when a later step loses its race, the undo must not
+    put the old bytes back over that writer's change."""
+    h = storage.apply([Put("n/x.md", b"old", expect=None)], CHANGE)["n/x.md"]
+    rival = s3_storage(tmp_path)
+    real_step = storage._step
+    raced: list[dict[str, str | None]] = []
+
+    def rival_first(step, etag, data):
+        if not raced:  # after this batch's checks, before its first step: the rival lands both paths
+            raced.append(rival.apply([Put("n/x.md", b"same", expect=h), Put("n/y.md", b"rival", expect=None)], CHANGE))
+        return real_step(step, etag, data)
+
+    storage._step = rival_first  # type: ignore[method-assign]
+    with pytest.raises(Conflict) as err:
+        storage.apply([Put("n/x.md", b"same", expect=h), Put("n/y.md", b"mine", expect=None)], CHANGE)
+    assert err.value.data == {"path": "n/y.md", "hash": blob_hash(b"rival")}
+    assert storage.read("n/x.md") == b"same" and storage.read("n/y.md") == b"rival"  # the rival's change, whole
+    assert internal_keys(storage, "pending") == []
+
+
 def test_history_follows_moves_and_reads_every_revision(storage: S3Storage) -> None:
     a = storage.apply([Put("n/a.md", b"one", expect=None)], CHANGE)["n/a.md"]
     b = storage.apply([Put("n/a.md", b"two", expect=a)], Change("ann", "edit_page: n/a via claude"))["n/a.md"]
