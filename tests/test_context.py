@@ -115,3 +115,11 @@ def test_page_graph_follows_links_both_ways_to_a_depth(host):
     with pytest.raises(ValidationError) as refused:
         wiki.page_graph("notes/nginx", depth=4)
     assert refused.value.field == "depth"
+
+
+@pytest.mark.parametrize("goal", ["_/x", "0" * 40, "g" * 40, "notes/" + "a" * 300, "OR", '"', "*"])
+def test_a_goal_the_search_engine_cannot_parse_ranks_by_meaning_alone(host, goal):
+    """A goal is plain text, not a query: what the keyword engine refuses ranks nothing, and
+    never becomes an error about a `query` the caller did not send (the fuzzer found it)."""
+    found = host.wiki(SYSTEM).gather_context(goal, 1000)
+    assert found["goal"] == goal and found["used"] <= 1000

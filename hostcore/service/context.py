@@ -151,11 +151,14 @@ class ContextMixin(SearchMixin):
         every: set[str] = set()  # pages holding every word of the goal
         if backend is not None and words:
             terms = [f'"{w}"' for w in words[:GOAL_WORDS]]
-            for rank, hit in enumerate(backend.search(" ".join(terms), namespaces=scope, offset=0, limit=CANDIDATES).hits):
-                every.add(hit.slug)
-                add(hit.slug, rank)
-            for rank, hit in enumerate(backend.search(" OR ".join(terms), namespaces=scope, offset=0, limit=CANDIDATES).hits):
-                add(hit.slug, rank, weight=PARTIAL_WEIGHT)
+            try:
+                for rank, hit in enumerate(backend.search(" ".join(terms), namespaces=scope, offset=0, limit=CANDIDATES).hits):
+                    every.add(hit.slug)
+                    add(hit.slug, rank)
+                for rank, hit in enumerate(backend.search(" OR ".join(terms), namespaces=scope, offset=0, limit=CANDIDATES).hits):
+                    add(hit.slug, rank, weight=PARTIAL_WEIGHT)
+            except ValidationError:  # a goal is plain text, not a query: words the engine cannot search rank nothing
+                every.clear()
         passages = self.host.indexes.passage_index()
         pending = 0
         if passages.embedder is not None:
