@@ -50,6 +50,19 @@ def ranked_pages(similarities: np.ndarray, owners: np.ndarray, k: int) -> list[i
     return list(best)
 
 
+def labelled_passages(pages: int, seed: int) -> tuple[list[str], list[str], list[int]]:
+    """(texts, passages, the text each passage is of): the labelled set's documents first, then
+    its distractors and ``pages`` generated wiki pages, cut into passages as the index cuts them."""
+    texts = [document(i) for i in range(len(SET))] + [text for _, text in DISTRACTORS]
+    texts += [Page.from_bytes(slug, data).body for slug, data in generated_pages(pages, seed)]
+    passages, owners = [], []
+    for page, text in enumerate(texts):
+        for _start, passage in split_passages(text):
+            passages.append(passage)
+            owners.append(page)
+    return texts, passages, owners
+
+
 def ndcg(ranking: list[int], wanted: int, k: int = 10) -> float:
     """One relevant page: 1 / log2(its rank + 1) within the first ``k``, else 0."""
     return next((1 / math.log2(rank + 2) for rank, page in enumerate(ranking[:k]) if page == wanted), 0.0)
@@ -64,13 +77,7 @@ def main() -> None:
     from hostcore_wordllama import WordLlamaEmbedder
 
     embedder = WordLlamaEmbedder()
-    texts = [document(i) for i in range(len(SET))] + [text for _, text in DISTRACTORS]
-    texts += [Page.from_bytes(slug, data).body for slug, data in generated_pages(args.distractors, args.seed)]
-    passages, owners = [], []
-    for page, text in enumerate(texts):
-        for _start, passage in split_passages(text):
-            passages.append(passage)
-            owners.append(page)
+    texts, passages, owners = labelled_passages(args.distractors, args.seed)
     began = time.perf_counter()
     exact = np.asarray(embedder.embed(passages), dtype=np.float32)
     print(
