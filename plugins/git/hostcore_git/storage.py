@@ -74,7 +74,7 @@ from .group import Group, Pending, flush
 from .history import HistoryIndex, changed_paths, split_moves, unchanged_moves, with_moves
 from .odb import Objects
 from .remote import Pusher
-from .trees import Folder, Line, blob_id, changed, entry_at, follow, walk
+from .trees import Folder, Line, blob_id, changed, entry_at, follow, parsed_blob, walk
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -206,11 +206,19 @@ class GitStorage(Storage):
         return head, local.tree
 
     def _blob(self, path: str) -> pygit2.Blob:
-        _, tree = self._snapshot(self._repo())
-        entry = entry_at(tree, path)
+        repo = self._repo()
+        _, tree = self._snapshot(repo)
+        known, oid = self._parsed_blob(tree, path)
+        entry = repo[oid] if oid is not None else None if known else entry_at(tree, path)
         if not isinstance(entry, pygit2.Blob):
             raise NotFound(f"{path} does not exist")
         return entry
+
+    def _parsed_blob(self, tree: pygit2.Tree | None, path: str) -> tuple[bool, pygit2.Oid | None]:
+        """The id of the file at ``path`` in ``tree`` from the folders the group leader parsed and
+        made (:func:`trees.parsed_blob`): after a commit of this process, a page of a folder of
+        thousands is found without libgit2 parsing the folder's new version again."""
+        return parsed_blob(self._parsed, tree.id, path) if tree is not None else (True, None)
 
     def _read(self, path: str) -> bytes:
         return self._blob(path).data
@@ -221,7 +229,8 @@ class GitStorage(Storage):
 
     def _hash(self, path: str) -> str | None:
         _, tree = self._snapshot(self._repo())
-        oid = blob_id(tree, path)
+        known, oid = self._parsed_blob(tree, path)
+        oid = oid if known else blob_id(tree, path)
         return str(oid) if oid is not None else None
 
     def _list(self, prefix: str) -> builtins.list[str]:

@@ -290,6 +290,22 @@ class Line:
         self._keep(oid, _TREE_KIND, raw, packed)
         return oid
 
+def parsed_blob(parsed: Mapping[pygit2.Oid, Folder], root: pygit2.Oid, path: str) -> tuple[bool, pygit2.Oid | None]:
+    """(known, id) of the file at ``path`` under the tree ``root``, found in ``parsed`` folders
+    alone (a :class:`Line`'s cache, only read: any thread may ask while the group leader changes
+    it): the id is None when the file is absent or a folder; known is False when a folder on the
+    way is not parsed there."""
+    current: tuple[bytes, pygit2.Oid] | None = (_TREE, root)
+    for name in path.split("/"):
+        if current is None or current[0] != _TREE:
+            return True, None
+        folder = parsed.get(current[1])
+        if folder is None:
+            return False, None
+        current = folder.entry(name.encode("utf-8", "surrogateescape"))
+    return True, current[1] if current is not None and current[0] in _BLOBS else None
+
+
 def follow(read: Callable[[pygit2.Oid], bytes], cache: dict[pygit2.Oid, Folder], old: pygit2.Oid, changes: Mapping[str, pygit2.Oid | None], new: pygit2.Oid) -> bool:
     """Put the folders of the root tree ``new`` in ``cache`` by applying ``changes`` (what changed
     since, path -> blob id or None) to the root ``old``, whose folders it holds: a folder of

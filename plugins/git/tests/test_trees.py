@@ -14,7 +14,7 @@ import pytest
 
 import hostcore_git.packs as packs
 import hostcore_git.storage as storage_module
-from hostcore import Change, Delete, FileLock, Put
+from hostcore import Change, Delete, FileLock, NotFound, Put
 from hostcore_git import GitStorage
 from hostcore_git.odb import Objects
 from hostcore_git.trees import Line
@@ -183,3 +183,31 @@ def test_versions_of_a_big_folder_do_not_fill_the_memory_of_a_worker(storage: Gi
         storage.read(f"ns/page-{(n * 7) % 3000:05}.md")
     held, bound = pygit2.settings.cached_memory
     assert bound == storage_module.CACHE_MAX_SIZE and held <= bound
+
+
+def test_after_its_own_commit_a_process_reads_pages_from_its_parsed_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read after this process's commit finds the page in the folders the commit made (no
+    libgit2 lookup through the big folder's new version); after another process's commit, or for
+    a folder never parsed, it asks libgit2. Either way: the bytes and hash git has, NotFound for a
+    missing page or a folder."""
+    first, second = GitStorage(tmp_path / "repo"), GitStorage(tmp_path / "repo")
+    first.apply([Put(f"ns/page-{i:04}.md", f"page {i}".encode()) for i in range(2000)], Change("ann", "import"))
+    looked_up: list[str] = []
+    real_entry_at = storage_module.entry_at
+    monkeypatch.setattr(storage_module, "entry_at", lambda tree, path: looked_up.append(path) or real_entry_at(tree, path))
+    first.apply([Put("ns/page-0007.md", b"seven, changed")], Change("ann", "save"))
+    repo = pygit2.Repository(str(tmp_path / "repo"))
+    head_tree = repo[repo.head.target].peel(pygit2.Tree)
+    assert first.read_with_hash("ns/page-0007.md") == (b"seven, changed", str(head_tree["ns/page-0007.md"].id))
+    assert first.read("ns/page-1999.md") == b"page 1999"
+    assert first.hash("ns/page-0008.md") == str(head_tree["ns/page-0008.md"].id)
+    for missing in ("ns/page-9999.md", "ns", "ns/page-0007.md/deeper", "elsewhere/page.md"):
+        with pytest.raises(NotFound):
+            first.read(missing)
+        assert first.hash(missing) is None
+    assert looked_up == []  # every answer from the parsed folders
+    second.apply([Put("ns/page-0009.md", b"nine, by the other")], Change("bob", "save"))
+    assert first.read("ns/page-0009.md") == b"nine, by the other"  # the other's commit: libgit2 answers
+    assert looked_up == ["ns/page-0009.md"]
+    first.close()
+    second.close()
