@@ -304,13 +304,7 @@ class LinkGraph(DerivedIndex):
 
     def existing(self, slugs: Collection[str]) -> set[str]:
         """Those of ``slugs`` that are pages."""
-        wanted = sorted(set(slugs))
-        found: set[str] = set()
-        with self._reading() as db:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                found.update(r[0] for r in db.execute(f"SELECT slug FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk))
-        return found
+        return set(self.facts(slugs))
 
     def dangling(
         self, sources: Collection[str] | None, targets: Collection[str] | None, limit: int
