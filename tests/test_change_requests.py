@@ -368,3 +368,37 @@ def test_export_and_import_carry_change_requests_to_another_backend(host: Host, 
         assert target.wiki(SYSTEM).page("notes/b").body == "moved with it\n"
     finally:
         target.close()
+
+
+def test_a_token_that_may_only_propose_gets_its_writes_as_change_requests(host: Host) -> None:
+    h = _seed(host)
+    bot = host.wiki(BOT)
+    saved = bot.save_page("notes/b", h["notes/b"], "over\n")
+    assert saved["proposed"].startswith("cr-") and not saved["changed"] and saved["hash"] == h["notes/b"]
+    assert saved["review_url"].endswith(f"/_/review/{saved['proposed']}") and "may only propose" in saved["review"]
+    edited = bot.edit_page("notes/b", h["notes/b"], [{"oldText": "bee", "newText": "BEE"}])
+    appended = bot.append_to_page("notes/b", "more")
+    deleted = bot.delete_page("notes/gone", h["notes/gone"])
+    several = bot.apply_changes([{"op": "save", "slug": "notes/fresh", "body": "new\n"}])
+    dry = bot.edit_page("notes/b", h["notes/b"], [{"oldText": "bee", "newText": "BEE"}], dry_run=True)
+    assert "proposed" not in dry and "+BEE" in dry["diff"]  # a dry run proposes nothing
+    ids = [r["proposed"] for r in (saved, edited, appended, deleted, several)]
+    w = host.wiki(SYSTEM)
+    assert w.page("notes/b").body == "bee\n" and w.page("notes/gone") and not w.storage.exists("notes/fresh.md")
+    records = {r["id"]: r for r in w.list_change_requests(author="bot")["change_requests"]}
+    assert set(ids) == set(records) and records[ids[2]]["risk"] == "additive" and records[ids[3]]["risk"] == "destructive"
+    assert w.read_change_request(ids[0])["reason"] == "save_page by bot via claude-code 2.1, with a token that may only propose"
+    with pytest.raises(Forbidden):
+        host.wiki(who("team-bot", "propose", namespaces=["team"])).save_page("notes/x", None, "x")
+    with pytest.raises(InsufficientScope):
+        host.wiki(who("r", "read")).save_page("notes/x", None, "x")
+    with pytest.raises(InsufficientScope):
+        bot.move_page("notes/b", "notes/c", h["notes/b"])  # a write tool that does not propose stays the writers'
+    host.wiki(REVIEWER).apply_change_request(ids[1])
+    assert w.page("notes/b").body == "BEE\n"
+
+
+def test_the_propose_scope_admits_a_call_to_the_write_tools_that_propose(host: Host) -> None:
+    admits = {name: t.admits for name, t in host.tools.items() if t.scope == "write"}
+    assert {n for n, s in admits.items() if s == "propose"} == {"save_page", "edit_page", "delete_page", "append_to_page", "apply_changes"}
+    assert admits["move_page"] == "write" and host.tools["read_page"].admits == "read"

@@ -47,12 +47,15 @@ class ChangesResult(TypedDict):
     changed: bool
     proposed: NotRequired[str]
     review: NotRequired[str]
+    review_url: NotRequired[str]
 
 
 class ChangesMixin(LinksMixin):
     """apply_changes."""
 
     def apply_changes(self, changes: list[dict[str, Any]]) -> ChangesResult:
+        if (proposer := self._proposer()) is not None:
+            return proposer.apply_changes(changes)
         self.principal.require("write")
         if not changes:
             raise ValidationError("needs at least one change {op, slug, ...}", field="changes")

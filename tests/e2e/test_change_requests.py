@@ -59,12 +59,15 @@ async def test_change_requests_reach_the_official_clients_whole(server, typescri
         (propose, "create_change_request", {"changes": [new], **why}, {"state": "open", "risk": "additive"}),
         (propose, "create_change_request", {"changes": [{**edit, "basehash": "0" * 40}], **why},
          {"code": "validation_error", "field": "changes[0].basehash"}),
-        (propose, "save_page", {"slug": f"{slug}-direct", "body": "x"}, {"code": "insufficient_scope", "required_scope": "write"}),
+        (propose, "save_page", {"slug": f"{slug}-direct", "body": "x"}, {"changed": False, "created": False}),
         (read, "list_change_requests", {"author": "cr-propose", "limit": 100}, {"more": False}),
     ]  # fmt: skip
     got = await _run(server, typescript_sdk, client, [(t, n, a) for t, n, a, _ in first])
     results = [_check(o, e, n) for (_t, n, _a, e), o in zip(first, got, strict=True)]
     structural, additive = results[1]["id"], results[2]["id"]
+    direct = results[4]  # a token that may only propose: its write became a change request, with where to review it
+    assert direct["proposed"].startswith("cr-") and direct["review_url"].endswith(f"/_/review/{direct['proposed']}")
+    assert "may only propose" in direct["review"]
     assert len(results[3]["errors"]) == 1 and results[3]["errors"][0]["code"] == "conflict"
     assert {structural, additive} <= {r["id"] for r in results[5]["change_requests"]}
 
