@@ -370,6 +370,53 @@ def test_export_and_import_carry_change_requests_to_another_backend(host: Host, 
         target.close()
 
 
+def test_a_reviewer_sees_both_sides_of_a_drifted_page_and_applies_the_resolved_text(host: Host, backend: str) -> None:
+    h = _seed(host)
+    made = host.wiki(BOT).create_change_request(
+        [
+            {"op": "edit", "slug": "notes/b", "basehash": h["notes/b"], "edits": [{"oldText": "bee", "newText": "BEE"}]},
+            {"op": "append", "slug": "notes/links-in", "markdown": "appended"},
+        ],
+        "Shout", "asked", source="https://example.org/thread",
+    )  # fmt: skip
+    review = host.wiki(REVIEWER).review_change_request(made["id"])
+    first = review["changes"][0]
+    assert (first["outcome"], first["before"], first["after"]) == ("ok", "bee\n", "BEE\n")
+    assert review["changes"][1]["after"].endswith("appended\n") and review["risk"] == "structural"
+    assert review["request"]["source"] == "https://example.org/thread" and review["may_apply"] and review["may_reject"]
+    theirs = host.wiki(SYSTEM).save_page("notes/b", basehash=h["notes/b"], body="bee and wasp\n")
+    review = host.wiki(REVIEWER).review_change_request(made["id"])
+    first = review["changes"][0]
+    assert (first["outcome"], first["theirs"], first["proposed"], first["hash"]) == ("needs_refresh", "bee and wasp\n", "BEE\n", theirs["hash"])
+    assert first["resolvable"] and not first["before"] and not first["after"]
+    writer = host.wiki(WRITER).review_change_request(made["id"])
+    assert not writer["may_apply"] and not writer["may_reject"]  # structural: the review scope decides
+    assert host.wiki(BOT).review_change_request(made["id"])["may_reject"]  # its author may withdraw it
+    with pytest.raises(ValidationError, match="basehash"):
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=[{"index": 0, "basehash": "", "body": "x"}])  # type: ignore[typeddict-item]
+    with pytest.raises(ValidationError, match="append"):
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=[{"index": 1, "basehash": "h", "body": "x"}])
+    with pytest.raises(ValidationError, match="0 to 1"):
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=[{"index": 5, "basehash": "h", "body": "x"}])
+    resolved = [{"index": 0, "basehash": theirs["hash"], "body": "BEE and wasp\n"}]
+    host.wiki(SYSTEM).append_to_page("notes/b", "late")  # the page moves on after the reviewer resolved it
+    with pytest.raises(Conflict) as caught:
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=resolved)  # type: ignore[arg-type]
+    assert caught.value.data["needs_refresh"] is True and host.wiki(SYSTEM).page("notes/links-in").body == "see [[notes/linked]]\n"
+    now = host.wiki(SYSTEM).page("notes/b")
+    resolved = [{"index": 0, "basehash": now.hash, "body": "BEE and wasp\n\nlate\n"}]
+    done = host.wiki(REVIEWER).apply_change_request(made["id"], "merged by hand", resolved)  # type: ignore[arg-type]
+    assert done["state"] == "applied" and [c["op"] for c in done["changes"]] == ["save", "append"]
+    assert host.wiki(SYSTEM).page("notes/b").body == "BEE and wasp\n\nlate\n"
+    assert host.wiki(SYSTEM).page("notes/links-in").body.endswith("appended\n")
+    if backend != "fs":  # the fs storage keeps no history
+        message = host.wiki(SYSTEM).page_history("notes/b", 0, 1)["commits"][0]["message"]
+        assert "Resolved-by: ann (changes 0)" in message and "Approved-by: ann" in message
+    assert host.wiki(SYSTEM).read_change_request(made["id"])["state"] == "applied"
+    closed = host.wiki(REVIEWER).review_change_request(made["id"])
+    assert not closed["may_apply"] and not closed["may_reject"] and closed["changes"][0]["outcome"] == "closed"
+
+
 def test_a_token_that_may_only_propose_gets_its_writes_as_change_requests(host: Host) -> None:
     h = _seed(host)
     bot = host.wiki(BOT)
