@@ -6,8 +6,10 @@ from a reader of other namespaces."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import pytest
 
 from .conftest import error_object, mcp_session, ok
@@ -118,3 +120,29 @@ async def test_writes_in_a_namespace_under_review_answer_proposed(server, typesc
         assert ok(await c.call_tool("read_page", {"slug": f"{ns}/a"}))["body"] == "one\n"
         listed = ok(await c.call_tool("list_change_requests", {"namespace": ns}))
     assert listed["total"] == 5 and {r["author"] for r in listed["change_requests"]} == {"write"}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_undo_session_reaches_the_official_clients_whole(server, typescript_sdk, cr_tokens, client, uid):  # noqa: F811
+    slug = f"notes/undo-{uid}"
+    async with mcp_session(server, server.tokens["admin"]) as c:
+        ok(await c.call_tool("save_page", {"slug": slug, "body": "as it was\n"}))
+    await anyio.sleep(1.05)  # history keeps whole seconds
+    since = datetime.now(UTC).replace(microsecond=0).isoformat()
+    async with mcp_session(server, server.tokens["write"]) as c:
+        base = ok(await c.call_tool("read_page", {"slug": slug}))["hash"]
+        ok(await c.call_tool("edit_page", {"slug": slug, "basehash": base, "edits": [{"oldText": "as it was", "newText": "the bot's"}]}))
+    propose, review = cr_tokens["propose"], cr_tokens["review"]
+    cases: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+        (propose, "undo_session", {"since": since, "principal": "write"}, {"dry_run": True, "proposed": "", "conflicts": []}),
+        (propose, "undo_session", {"since": since, "principal": "write", "dry_run": False}, {"dry_run": False}),
+        (propose, "undo_session", {"since": "soon", "principal": "write"}, {"code": "validation_error", "field": "since"}),
+        (server.tokens["read"], "undo_session", {"since": since, "principal": "write"}, {"code": "insufficient_scope"}),
+    ]  # fmt: skip
+    got = await _run(server, typescript_sdk, client, [(t, n, a) for t, n, a, _ in cases])
+    results = [_check(o, e, n) for (_t, n, _a, e), o in zip(cases, got, strict=True)]
+    assert [(r["slug"], r["op"]) for r in results[0]["reverts"]] == [(slug, "save")]
+    proposed = results[1]["proposed"]
+    async with mcp_session(server, review) as c:
+        assert ok(await c.call_tool("apply_change_request", {"id": proposed, "note": "undo it"}))["state"] == "applied"
+        assert ok(await c.call_tool("read_page", {"slug": slug}))["body"] == "as it was\n"
