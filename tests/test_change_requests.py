@@ -449,3 +449,32 @@ def test_the_propose_scope_admits_a_call_to_the_write_tools_that_propose(host: H
     admits = {name: t.admits for name, t in host.tools.items() if t.scope == "write"}
     assert {n for n, s in admits.items() if s == "propose"} == {"save_page", "edit_page", "delete_page", "append_to_page", "apply_changes"}
     assert admits["move_page"] == "write" and host.tools["read_page"].admits == "read"
+
+
+def test_a_rename_rewrites_the_links_to_it_in_the_same_change(host: Host, backend: str) -> None:
+    h = _seed(host)
+    w = host.wiki(SYSTEM)
+    w.save_page("team/far", body="see [[notes/linked]]\n")  # another namespace: left as written
+    made = host.wiki(BOT).create_change_request(
+        [{"op": "rename", "slug": "notes/linked", "basehash": h["notes/linked"], "title": "Linked Target"}], "Rename", "asked"
+    )
+    assert made["risk"] == "destructive"
+    review = host.wiki(REVIEWER).review_change_request(made["id"])
+    assert review["changes"][0]["new_slug"] == "notes/linked-target" and review["changes"][0]["outcome"] == "ok"
+    clash = host.wiki(BOT).validate_change_request([
+        {"op": "rename", "slug": "notes/linked", "basehash": h["notes/linked"], "title": "Linked Target"},
+        {"op": "append", "slug": "notes/links-in", "markdown": "more"},
+    ], "Both", "asked")  # fmt: skip
+    assert not clash["valid"] and "changes[0] writes too" in clash["errors"][0]["message"]
+    with pytest.raises(InsufficientScope):
+        host.wiki(WRITER).apply_change_request(made["id"])
+    done = host.wiki(REVIEWER).apply_change_request(made["id"])
+    assert done["changes"][0] == {"op": "rename", "slug": "notes/linked-target", "old_slug": "notes/linked",
+                                  "hash": w.page("notes/linked-target").hash, "changed": True}  # fmt: skip
+    assert w.page("notes/linked-target").title == "Linked Target" and not w.storage.exists("notes/linked.md")
+    assert w.page("notes/links-in").body == "see [[notes/linked-target]]\n"
+    assert w.page("team/far").body == "see [[notes/linked]]\n"
+    assert w.backlinks("notes/linked-target")["backlinks"][0]["slug"] == "notes/links-in"
+    if backend == "git":  # one change: the rename and the rewritten link
+        files = w.recent_changes(1)["commits"][0]["files"]
+        assert {"notes/linked-target.md", "notes/linked.md", "notes/links-in.md"} <= set(files)

@@ -2,9 +2,10 @@
 rejected; mixed into :class:`~hostcore.service.wiki.Wiki`.
 
 A change request holds the operations of :meth:`~hostcore.service.changes.ChangesMixin.apply_changes`
-(save, edit, move, delete, with their base hashes; a delete needs one here) and two more: ``append``
-(Markdown added to a page or a section, no hash) and ``section`` (a section's own text replaced,
-checked against its ``rev``). It is stored as JSON in the wiki's storage
+(save, edit, move, delete, with their base hashes; a delete needs one here) and three more: ``append``
+(Markdown added to a page or a section, no hash), ``section`` (a section's own text replaced,
+checked against its ``rev``) and ``rename`` (rename_page's: a new title, the slug it gives, and the
+links to the page in its namespace rewritten, all in the one change). It is stored as JSON in the wiki's storage
 (:mod:`hostcore.domain.change_requests`), with the base text of each saved or edited page, so a
 drifted edit can be rebased on every backend.
 
@@ -39,7 +40,7 @@ from typing_extensions import TypedDict
 from hostcore.domain import change_requests as dom
 from hostcore.domain import sections as sec
 from hostcore.domain.edits import text_diff
-from hostcore.domain.pages import Page, check_body, page_path
+from hostcore.domain.pages import Page, check_body, namespace_of, page_path, rewrite_links
 from hostcore.domain.rebase import rebase as rebase_edits
 from hostcore.errors import Conflict, HostcoreError, InsufficientScope, NotFound, TooLarge, ValidationError
 from hostcore.seams.storage import Put
@@ -55,6 +56,7 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "append": (("markdown",), ("section_id", "position")),
     "section": (("section_id", "rev", "text"), ()),
     "move": (("basehash", "new_slug"), ()),
+    "rename": (("basehash", "title"), ()),
     "delete": (("basehash",), ()),
 }
 _FIXES = {
@@ -299,12 +301,14 @@ class ChangeRequestsMixin(ChangesMixin):
             return [], []
         planner = planner or self._writer()
         owner: dict[str, int] = {}
+        written: dict[str, int] = {}  # path -> the change that writes it: a rename's link rewrites too
         planned: list[_Planned] = []
         warnings: list[Problem] = []
         for i, change in enumerate(changes):
             try:
                 claim(owner, i, change)
                 plan, outcome = planner._plan_requested(change, bases[i] if bases else None)
+                _claim_paths(written, i, plan)
                 planned.append(_Planned(plan, "unchanged" if not plan.ops else outcome))
             except HostcoreError as exc:
                 if exc.field and not exc.field.startswith("changes["):
@@ -352,6 +356,8 @@ class ChangeRequestsMixin(ChangesMixin):
             return self._plan_insert(slug, change), "ok"
         if op == "section":
             return self._plan_section(slug, change), "ok"
+        if op == "rename":
+            return self._plan_rename(slug, change["title"], change["basehash"]), "ok"
         if op == "save" and change.get("basehash") is None:
             self._access("write", slug)
             if self.storage.exists(page_path(slug)):
@@ -367,6 +373,28 @@ class ChangeRequestsMixin(ChangesMixin):
                     ops = [Put(page_path(slug), new.to_bytes(), expect=current.hash)] if new.hash != current.hash else []
                     return Plan("page_saved", new, current, list(ops)), "rebased"
         return self._plan_change(change), "ok"
+
+    def _plan_rename(self, slug: str, title: str, basehash: str) -> Plan:
+        """What rename_page writes, as one change: the page at the slug its title gives, and the
+        links to it rewritten in the pages of its namespace, in the same change (links from other
+        namespaces are left as written: no reader of those learns of it, as with rename_page)."""
+        self._access("write", slug)
+        new_slug = self._renamed_slug(slug, title)
+        if new_slug == slug:
+            raise ValidationError(f"gives {slug!r} its own slug again; change only the title with a save", field="title")
+        current = self._current_or_conflict(slug, basehash, tool="rename_page")
+        self._check_movable(slug, new_slug, "title")
+        plan = self._relocation(current, replace(current, slug=new_slug, title=title).stored(), basehash)
+        for source in self.host.indexes.link_graph().slugs_linking_to(slug):
+            if source in (slug, new_slug) or namespace_of(source) != namespace_of(slug):
+                continue
+            page = self._load(source)
+            body = rewrite_links(page.body, source, slug, new_slug)
+            if body != page.body:
+                rewritten = replace(page, body=body).stored()
+                plan.ops.append(Put(page_path(source), rewritten.to_bytes(), expect=page.hash))
+                plan.also.append(Plan("page_saved", rewritten, page, []))
+        return plan
 
     def _current_page(self, slug: str) -> Page:
         try:
@@ -627,6 +655,19 @@ class ChangeRequestsMixin(ChangesMixin):
         # lets exactly one of them land even when both decide the same way in the same second
         return {**record, "state": state, "decided_by": self.principal.name, "decided_client": self.principal.client or "",
                 "decided_at": _now(), "note": note, "decision": secrets.token_hex(8)}  # fmt: skip
+
+
+def _claim_paths(written: dict[str, int], i: int, plan: Plan) -> None:
+    """Note the paths ``plan`` (of ``changes[i]``) writes; raises ValidationError when an earlier
+    change writes one of them (a page whose links a rename rewrites, changed by another op)."""
+    for op in plan.ops:
+        if op.path in written and written[op.path] != i:
+            raise ValidationError(
+                f"writes {op.path} (links rewritten by a rename, or a page's file), which changes[{written[op.path]}] "
+                "writes too; make them two change requests", field="slug",
+            )  # fmt: skip
+    for op in plan.ops:
+        written.setdefault(op.path, i)
 
 
 def _summary(record: dict[str, Any]) -> Summary:

@@ -80,6 +80,8 @@ class ChangeReviewMixin(ChangeRequestsMixin):
             "hash": outcome["hash"], "before": "", "after": "", "theirs": "", "proposed": "", "resolvable": False,
         }  # fmt: skip
         if p.plan is not None:
+            if change["op"] == "rename":
+                entry["new_slug"] = p.plan.page.slug
             entry["before"] = p.plan.previous.body if p.plan.previous is not None else ""
             entry["after"] = "" if p.plan.event == "page_deleted" else p.plan.page.body
         elif p.outcome == "needs_refresh":

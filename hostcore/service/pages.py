@@ -101,6 +101,7 @@ class Plan:
     previous: Page | None
     ops: list[Operation]
     moves: list[tuple[str, str]] = field(default_factory=list)
+    also: list[Plan] = field(default_factory=list)  # pages it rewrites besides (their ops are in ``ops``), announced after it
 
 
 def _check_edits(edits: list[dict[str, str]]) -> None:

@@ -76,7 +76,7 @@ def _shown(change: Mapping[str, Any]) -> Shown:
     if change["outcome"] == "needs_refresh" and change["resolvable"]:
         proposed = change["proposed"] or change["theirs"]
         return Shown(change, diffs.diff(change["theirs"], proposed, f"{slug} now", "proposed"), True, proposed)
-    if change["op"] == "move":
+    if change["op"] in ("move", "rename"):
         return Shown(change, diffs.Diff(), False, "")
     return Shown(change, diffs.diff(change["before"], change["after"], f"a/{slug}", f"b/{slug}"), False, "")
 

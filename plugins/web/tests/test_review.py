@@ -102,3 +102,10 @@ def test_a_drifted_page_is_rebased_or_resolved_in_the_page_never_applied_blind(h
                                                         "basehash-0": current.hash})  # fmt: skip
     assert done.status_code == 302 and admin.page("notes/plan").body == "one\n\nTWO deux\n\n3\n\nfour\n"
     assert admin.read_change_request(made)["state"] == "applied"
+
+
+def test_a_rename_says_where_the_page_goes(host, admin, client_for):
+    base = admin.save_page("notes/old-name", body="text\n")
+    made = _propose(host, [{"op": "rename", "slug": "notes/old-name", "basehash": base["hash"], "title": "New Name"}])
+    page = client_for("erin").get(f"/_/review/{made}").text
+    assert "Renames the page to <code>notes/new-name</code> (titled “New Name”)" in page and "destructive" in page
