@@ -109,3 +109,15 @@ def test_a_rename_says_where_the_page_goes(host, admin, client_for):
     made = _propose(host, [{"op": "rename", "slug": "notes/old-name", "basehash": base["hash"], "title": "New Name"}])
     page = client_for("erin").get(f"/_/review/{made}").text
     assert "Renames the page to <code>notes/new-name</code> (titled “New Name”)" in page and "destructive" in page
+
+
+def test_an_edit_in_a_namespace_under_review_shows_the_change_request_it_became(admin, client_for):
+    admin.save_namespace("team", admin.read_namespace("team")["hash"], review=True)
+    base = admin.save_page("team/plan", body="plan\n", title="Plan")
+    carol = client_for("carol")  # write, not review
+    sent = carol.post("/_/edit/team/plan", data={"csrf_token": carol.csrf, "basehash": base["hash"], "body": "new plan\n", "title": "Plan"})
+    assert sent.status_code == 302 and "/_/review/cr-" in sent.headers["Location"]
+    assert admin.page("team/plan").body == "plan\n"
+    shown = carol.get(sent.headers["Location"]).text
+    assert 'class="d-add">+<ins>new </ins>plan' in shown
+    assert 'id="approve"' not in shown and 'id="reject"' in shown  # her own: she may withdraw it
