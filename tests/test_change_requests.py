@@ -12,6 +12,7 @@ import pytest
 from hostcore import SYSTEM, Conflict, Forbidden, InsufficientScope, NotFound, Principal, TooLarge, ValidationError, create_app
 from hostcore.domain.change_requests import FOLDER
 from hostcore.host.host import Host
+from hostcore.service import policy
 from hostcore.testing.s3 import prefix_for, s3_server  # noqa: F401  (the fixture)
 
 
@@ -449,6 +450,9 @@ def test_the_propose_scope_admits_a_call_to_the_write_tools_that_propose(host: H
     admits = {name: t.admits for name, t in host.tools.items() if t.scope == "write"}
     assert {n for n, s in admits.items() if s == "propose"} == {"save_page", "edit_page", "delete_page", "append_to_page", "apply_changes"}
     assert admits["move_page"] == "write" and host.tools["read_page"].admits == "read"
+    save = host.tools["save_page"]  # a reader is refused (or stepped up) with the scope that does the whole job
+    assert policy.call_scope(who("r", "read"), save.scope, save.admits) == "write"
+    assert policy.call_scope(BOT, save.scope, save.admits) == "propose"
 
 
 def test_a_rename_rewrites_the_links_to_it_in_the_same_change(host: Host, backend: str) -> None:
