@@ -465,6 +465,7 @@ def test_a_rename_rewrites_the_links_to_it_in_the_same_change(host: Host, backen
     assert made["risk"] == "destructive"
     review = host.wiki(REVIEWER).review_change_request(made["id"])
     assert review["changes"][0]["new_slug"] == "notes/linked-target" and review["changes"][0]["outcome"] == "ok"
+    assert review["changes"][0]["rewrites"] == ["notes/links-in"]  # what the reviewer is shown besides
     clash = host.wiki(BOT).validate_change_request([
         {"op": "rename", "slug": "notes/linked", "basehash": h["notes/linked"], "title": "Linked Target"},
         {"op": "append", "slug": "notes/links-in", "markdown": "more"},

@@ -39,6 +39,7 @@ class ReviewedChange(TypedDict):
     theirs: str
     proposed: str
     resolvable: bool
+    rewrites: list[str]  # the other pages it changes: those whose links a rename rewrites
 
 
 class Review(TypedDict):
@@ -77,11 +78,12 @@ class ChangeReviewMixin(ChangeRequestsMixin):
         entry: ReviewedChange = {
             "index": i, "op": change["op"], "slug": change["slug"], "new_slug": change.get("new_slug") or "",
             "risk": outcome["risk"], "outcome": outcome["outcome"], "message": outcome.get("message", ""),
-            "hash": outcome["hash"], "before": "", "after": "", "theirs": "", "proposed": "", "resolvable": False,
+            "hash": outcome["hash"], "before": "", "after": "", "theirs": "", "proposed": "", "resolvable": False, "rewrites": [],
         }  # fmt: skip
         if p.plan is not None:
             if change["op"] == "rename":
                 entry["new_slug"] = p.plan.page.slug
+            entry["rewrites"] = [q.page.slug for q in p.plan.also]
             entry["before"] = p.plan.previous.body if p.plan.previous is not None else ""
             entry["after"] = "" if p.plan.event == "page_deleted" else p.plan.page.body
         elif p.outcome == "needs_refresh":

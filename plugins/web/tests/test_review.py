@@ -106,9 +106,11 @@ def test_a_drifted_page_is_rebased_or_resolved_in_the_page_never_applied_blind(h
 
 def test_a_rename_says_where_the_page_goes(host, admin, client_for):
     base = admin.save_page("notes/old-name", body="text\n")
+    admin.save_page("notes/linking", body="see [[old-name]]\n")
     made = _propose(host, [{"op": "rename", "slug": "notes/old-name", "basehash": base["hash"], "title": "New Name"}])
     page = client_for("erin").get(f"/_/review/{made}").text
     assert "Renames the page to <code>notes/new-name</code> (titled “New Name”)" in page and "destructive" in page
+    assert re.search(r'<p id="rewrites-0">Links rewritten in: <a href="/notes/linking">notes/linking</a>.</p>', page)
 
 
 def test_an_edit_in_a_namespace_under_review_shows_the_change_request_it_became(admin, client_for):
