@@ -12,6 +12,7 @@ import pytest
 from hostcore import SYSTEM, Conflict, Forbidden, InsufficientScope, NotFound, Principal, TooLarge, ValidationError, create_app
 from hostcore.domain.change_requests import FOLDER
 from hostcore.host.host import Host
+from hostcore.service import policy
 from hostcore.testing.s3 import prefix_for, s3_server  # noqa: F401  (the fixture)
 
 
@@ -368,3 +369,117 @@ def test_export_and_import_carry_change_requests_to_another_backend(host: Host, 
         assert target.wiki(SYSTEM).page("notes/b").body == "moved with it\n"
     finally:
         target.close()
+
+
+def test_a_reviewer_sees_both_sides_of_a_drifted_page_and_applies_the_resolved_text(host: Host, backend: str) -> None:
+    h = _seed(host)
+    made = host.wiki(BOT).create_change_request(
+        [
+            {"op": "edit", "slug": "notes/b", "basehash": h["notes/b"], "edits": [{"oldText": "bee", "newText": "BEE"}]},
+            {"op": "append", "slug": "notes/links-in", "markdown": "appended"},
+        ],
+        "Shout", "asked", source="https://example.org/thread",
+    )  # fmt: skip
+    review = host.wiki(REVIEWER).review_change_request(made["id"])
+    first = review["changes"][0]
+    assert (first["outcome"], first["before"], first["after"]) == ("ok", "bee\n", "BEE\n")
+    assert review["changes"][1]["after"].endswith("appended\n") and review["risk"] == "structural"
+    assert review["request"]["source"] == "https://example.org/thread" and review["may_apply"] and review["may_reject"]
+    theirs = host.wiki(SYSTEM).save_page("notes/b", basehash=h["notes/b"], body="bee and wasp\n")
+    review = host.wiki(REVIEWER).review_change_request(made["id"])
+    first = review["changes"][0]
+    assert (first["outcome"], first["theirs"], first["proposed"], first["hash"]) == ("needs_refresh", "bee and wasp\n", "BEE\n", theirs["hash"])
+    assert first["resolvable"] and not first["before"] and not first["after"]
+    writer = host.wiki(WRITER).review_change_request(made["id"])
+    assert not writer["may_apply"] and not writer["may_reject"]  # structural: the review scope decides
+    assert host.wiki(BOT).review_change_request(made["id"])["may_reject"]  # its author may withdraw it
+    with pytest.raises(ValidationError, match="basehash"):
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=[{"index": 0, "basehash": "", "body": "x"}])  # type: ignore[typeddict-item]
+    with pytest.raises(ValidationError, match="append"):
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=[{"index": 1, "basehash": "h", "body": "x"}])
+    with pytest.raises(ValidationError, match="0 to 1"):
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=[{"index": 5, "basehash": "h", "body": "x"}])
+    resolved = [{"index": 0, "basehash": theirs["hash"], "body": "BEE and wasp\n"}]
+    host.wiki(SYSTEM).append_to_page("notes/b", "late")  # the page moves on after the reviewer resolved it
+    with pytest.raises(Conflict) as caught:
+        host.wiki(REVIEWER).apply_change_request(made["id"], resolutions=resolved)  # type: ignore[arg-type]
+    assert caught.value.data["needs_refresh"] is True and host.wiki(SYSTEM).page("notes/links-in").body == "see [[notes/linked]]\n"
+    now = host.wiki(SYSTEM).page("notes/b")
+    resolved = [{"index": 0, "basehash": now.hash, "body": "BEE and wasp\n\nlate\n"}]
+    done = host.wiki(REVIEWER).apply_change_request(made["id"], "merged by hand", resolved)  # type: ignore[arg-type]
+    assert done["state"] == "applied" and [c["op"] for c in done["changes"]] == ["save", "append"]
+    assert host.wiki(SYSTEM).page("notes/b").body == "BEE and wasp\n\nlate\n"
+    assert host.wiki(SYSTEM).page("notes/links-in").body.endswith("appended\n")
+    if backend != "fs":  # the fs storage keeps no history
+        message = host.wiki(SYSTEM).page_history("notes/b", 0, 1)["commits"][0]["message"]
+        assert "Resolved-by: ann (changes 0)" in message and "Approved-by: ann" in message
+    assert host.wiki(SYSTEM).read_change_request(made["id"])["state"] == "applied"
+    closed = host.wiki(REVIEWER).review_change_request(made["id"])
+    assert not closed["may_apply"] and not closed["may_reject"] and closed["changes"][0]["outcome"] == "closed"
+
+
+def test_a_token_that_may_only_propose_gets_its_writes_as_change_requests(host: Host) -> None:
+    h = _seed(host)
+    bot = host.wiki(BOT)
+    saved = bot.save_page("notes/b", h["notes/b"], "over\n")
+    assert saved["proposed"].startswith("cr-") and not saved["changed"] and saved["hash"] == h["notes/b"]
+    assert saved["review_url"].endswith(f"/_/review/{saved['proposed']}") and "may only propose" in saved["review"]
+    edited = bot.edit_page("notes/b", h["notes/b"], [{"oldText": "bee", "newText": "BEE"}])
+    appended = bot.append_to_page("notes/b", "more")
+    deleted = bot.delete_page("notes/gone", h["notes/gone"])
+    several = bot.apply_changes([{"op": "save", "slug": "notes/fresh", "body": "new\n"}])
+    dry = bot.edit_page("notes/b", h["notes/b"], [{"oldText": "bee", "newText": "BEE"}], dry_run=True)
+    assert "proposed" not in dry and "+BEE" in dry["diff"]  # a dry run proposes nothing
+    ids = [r["proposed"] for r in (saved, edited, appended, deleted, several)]
+    w = host.wiki(SYSTEM)
+    assert w.page("notes/b").body == "bee\n" and w.page("notes/gone") and not w.storage.exists("notes/fresh.md")
+    records = {r["id"]: r for r in w.list_change_requests(author="bot")["change_requests"]}
+    assert set(ids) == set(records) and records[ids[2]]["risk"] == "additive" and records[ids[3]]["risk"] == "destructive"
+    assert w.read_change_request(ids[0])["reason"] == "save_page by bot via claude-code 2.1, with a token that may only propose"
+    with pytest.raises(Forbidden):
+        host.wiki(who("team-bot", "propose", namespaces=["team"])).save_page("notes/x", None, "x")
+    with pytest.raises(InsufficientScope):
+        host.wiki(who("r", "read")).save_page("notes/x", None, "x")
+    with pytest.raises(InsufficientScope):
+        bot.move_page("notes/b", "notes/c", h["notes/b"])  # a write tool that does not propose stays the writers'
+    host.wiki(REVIEWER).apply_change_request(ids[1])
+    assert w.page("notes/b").body == "BEE\n"
+
+
+def test_the_propose_scope_admits_a_call_to_the_write_tools_that_propose(host: Host) -> None:
+    admits = {name: t.admits for name, t in host.tools.items() if t.scope == "write"}
+    assert {n for n, s in admits.items() if s == "propose"} == {"save_page", "edit_page", "delete_page", "append_to_page", "apply_changes"}
+    assert admits["move_page"] == "write" and host.tools["read_page"].admits == "read"
+    save = host.tools["save_page"]  # a reader is refused (or stepped up) with the scope that does the whole job
+    assert policy.call_scope(who("r", "read"), save.scope, save.admits) == "write"
+    assert policy.call_scope(BOT, save.scope, save.admits) == "propose"
+
+
+def test_a_rename_rewrites_the_links_to_it_in_the_same_change(host: Host, backend: str) -> None:
+    h = _seed(host)
+    w = host.wiki(SYSTEM)
+    w.save_page("team/far", body="see [[notes/linked]]\n")  # another namespace: left as written
+    made = host.wiki(BOT).create_change_request(
+        [{"op": "rename", "slug": "notes/linked", "basehash": h["notes/linked"], "title": "Linked Target"}], "Rename", "asked"
+    )
+    assert made["risk"] == "destructive"
+    review = host.wiki(REVIEWER).review_change_request(made["id"])
+    assert review["changes"][0]["new_slug"] == "notes/linked-target" and review["changes"][0]["outcome"] == "ok"
+    assert review["changes"][0]["rewrites"] == ["notes/links-in"]  # what the reviewer is shown besides
+    clash = host.wiki(BOT).validate_change_request([
+        {"op": "rename", "slug": "notes/linked", "basehash": h["notes/linked"], "title": "Linked Target"},
+        {"op": "append", "slug": "notes/links-in", "markdown": "more"},
+    ], "Both", "asked")  # fmt: skip
+    assert not clash["valid"] and "changes[0] writes too" in clash["errors"][0]["message"]
+    with pytest.raises(InsufficientScope):
+        host.wiki(WRITER).apply_change_request(made["id"])
+    done = host.wiki(REVIEWER).apply_change_request(made["id"])
+    assert done["changes"][0] == {"op": "rename", "slug": "notes/linked-target", "old_slug": "notes/linked",
+                                  "hash": w.page("notes/linked-target").hash, "changed": True}  # fmt: skip
+    assert w.page("notes/linked-target").title == "Linked Target" and not w.storage.exists("notes/linked.md")
+    assert w.page("notes/links-in").body == "see [[notes/linked-target]]\n"
+    assert w.page("team/far").body == "see [[notes/linked]]\n"
+    assert w.backlinks("notes/linked-target")["backlinks"][0]["slug"] == "notes/links-in"
+    if backend == "git":  # one change: the rename and the rewritten link
+        files = w.recent_changes(1)["commits"][0]["files"]
+        assert {"notes/linked-target.md", "notes/linked.md", "notes/links-in.md"} <= set(files)

@@ -27,9 +27,13 @@ namespaces lists, reads and writes only pages in them (`forbidden` otherwise).
 In a namespace whose `review` setting is on, a write by a caller without the `review` scope does
 not land: save_page, edit_page, delete_page, append_to_page and apply_changes make
 a change request of it instead (after the same checks) and answer with `changed: false`,
-`proposed` (its id) and `review` (what happens next, to tell the person); every other write there
-(moves, renames, section edits, attachments, capture, applying a change request) fails with
-`forbidden`.
+`proposed` (its id), `review` (what happens next, to tell the person) and `review_url` (the page
+where a person reviews it, `/_/review/<id>`); every other write there (moves, renames, section
+edits, attachments, capture, applying a change request) fails with `forbidden`.
+
+A token or OAuth grant with the `propose` scope and not `write` may call those five tools too
+(marked "or `propose`" below): each of its writes becomes a change request in the
+same way, whatever the namespace's setting. Every other write tool answers it `insufficient_scope`.
 
 Errors are tool results with `isError: true` and no `structuredContent` (a tool's output schema
 describes its success, and the TypeScript SDK client checks `structuredContent` against it even on
@@ -84,7 +88,8 @@ def _limits(schema: dict[str, Any]) -> str:
 
 def tool_markdown(t: Tool) -> str:
     effect = "read-only" if t.read_only else ("destructive" if t.destructive else "writes")
-    lines = [f"## {t.name}", "", f"**{t.title}** · scope `{t.scope}` · {effect}", "", t.description, ""]
+    scope = f"scope `{t.scope}`" + (f", or `{t.admits}` (its writes proposed)" if t.admits != t.scope else "")
+    lines = [f"## {t.name}", "", f"**{t.title}** · {scope} · {effect}", "", t.description, ""]
     schema = t.input_schema
     props = schema.get("properties", {})
     if props:

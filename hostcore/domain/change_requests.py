@@ -7,8 +7,8 @@ listings, search, the link graph and history leave hidden paths out.
 
 Its risk is the highest of its operations': **additive** (a new page, an append), **structural**
 (a save over a page, an edit, a section edit, a move of a page nothing else links to),
-**destructive** (a delete; a move of a page other pages link to, whose links then point to
-nothing).
+**destructive** (a delete; a rename, which rewrites the links to the page; a move of a page other
+pages link to, whose links then point to nothing).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def check_id(value: str, field: str = "id") -> str:
 def op_risk(change: dict[str, Any], linked_from: int) -> Risk:
     """The risk of one operation; ``linked_from``: how many other pages link to its page."""
     op = change.get("op")
-    if op == "delete" or (op == "move" and linked_from):
+    if op in ("delete", "rename") or (op == "move" and linked_from):
         return "destructive"
     if op == "append" or (op == "save" and not change.get("basehash")):
         return "additive"

@@ -440,7 +440,7 @@ class McpEndpoint:
             shown = params.name if len(params.name) <= 100 else params.name[:100] + "..."  # never echo a megabyte back
             return error_result(NotFound(f"no tool named {shown!r}; tools/list shows the tools", field="name")), "not_found"
         try:
-            policy.admit(principal, t.scope)  # before parsing: a caller without the scope learns nothing more
+            policy.admit(principal, policy.call_scope(principal, t.scope, t.admits))  # before parsing: a caller without the scope learns nothing more
             result = await self._invoke(t, ctx, principal, t.parse(params.arguments))
         except HostcoreError as err:
             return error_result(err), err.code

@@ -87,7 +87,7 @@ def step_up(host: Host, principal: Principal, data: bytes) -> Response | None:
         name = params.get("name") if isinstance(params, dict) else None
         t = host.tools.get(name) if isinstance(name, str) else None
         if t is not None:
-            declared.add(t.scope)
+            declared.add(policy.call_scope(principal, t.scope, t.admits))
     needed = policy.missing_scopes(principal, declared)
     if not needed:
         return None

@@ -91,6 +91,13 @@ class Tool(Injected):
     input_model: type[BaseModel]
     output_schema: dict[str, Any] | None
     inject: frozenset[str] = field(default_factory=frozenset)
+    proposes: bool = False
+
+    @property
+    def admits(self) -> str:
+        """The least scope a call needs: ``propose`` for a write tool that ``proposes`` (a caller
+        who may only propose gets its write as a change request), else :attr:`scope`."""
+        return "propose" if self.proposes and self.scope == "write" else self.scope
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -261,12 +268,15 @@ def tool(
     idempotent: bool | None = None,
     open_world: bool = False,
     user_content: bool = False,
+    proposes: bool = False,
 ) -> Any:
     """Make a :class:`Tool` of a typed function. Use bare or with keyword options.
 
     ``scope``: the token scope a caller needs (read, write or admin). ``read_only`` tools change
     nothing; ``destructive`` (default: not read-only) ones may replace or remove content.
     ``user_content``: results carry text people wrote; the adapter frames it as data.
+    ``proposes``: a write tool whose service method makes a change request of the write for a
+    caller who may only propose (the ``propose`` scope admits the call; the service decides).
     """
     check_scope(scope)
 
@@ -290,6 +300,7 @@ def tool(
             input_model=model,
             output_schema=_output_schema(func),
             inject=inject,
+            proposes=proposes,
         )
 
     return make(fn) if fn is not None else make

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 from urllib.parse import quote
 
 from typing_extensions import TypedDict
@@ -58,20 +58,39 @@ _GONE = {
 _reported: set[str] = set()  # settings problems already logged by this process
 
 
+REVIEW_PATH = "/_/review/"
+"""Where a person reviews a change request in the browser (the web plugin's page), before its id."""
+
+
 class Proposal(TypedDict):
     """What a write answers when it became a change request instead of landing."""
 
     proposed: str
     review: str
+    review_url: str
 
 
 class WikiBase:
     """The wiki as one principal may see it, without any operations yet."""
 
+    proposes_only = False
+    """True on the twin :meth:`_proposer` makes: each write of it becomes a change request."""
+
     def __init__(self, host: Host, principal: Principal) -> None:
         self.host = host
         self.storage = host.storage
         self.principal = principal
+
+    def _proposer(self) -> Self | None:
+        """For a caller who may propose but not write: the wiki as a writer of the caller's own
+        namespaces whose writes all become change requests by the caller (:meth:`_proposal`); its
+        storage refuses any page write (:meth:`_store`). None for anyone else: they write, or are
+        refused, as themselves. The write tools that propose call their own method on it."""
+        if self.proposes_only or self.principal.has_scope("write") or not self.principal.has_scope("propose"):
+            return None
+        twin = type(self)(self.host, replace(self.principal, scopes=frozenset({"write"})))
+        twin.proposes_only = True
+        return twin
 
     def _change(self, tool: str, subject: str, *, counted: bool = True) -> Change:
         """The Change a write records, made on the one change path (:func:`hostcore.service.policy.change`:
@@ -96,6 +115,8 @@ class WikiBase:
     def _reviewed(self, namespace: str) -> bool:
         """Whether a write of the caller in ``namespace`` must be a change request: the namespace's
         ``review`` setting is on and the caller lacks the ``review`` scope."""
+        if self.proposes_only:
+            return True
         return not self.principal.has_scope("review") and self._namespace_fields(namespace, ("review",)).get("review") is True
 
     def _proposal(self, tool: str, changes: list[dict[str, Any]]) -> Proposal | None:
@@ -110,15 +131,18 @@ class WikiBase:
         if not reviewed:
             return None
         client = f" via {self.principal.client}" if self.principal.client else ""
+        why = "a token that may only propose" if self.proposes_only else "a namespace that takes changes by review"
         made = cast("ChangeRequestsMixin", self).create_change_request(
             [{k: v for k, v in c.items() if v is not None} for c in changes],
             f"{tool}: {', '.join(slugs)}"[:200],
-            f"{tool} by {self.principal.name}{client}, in a namespace that takes changes by review",
+            f"{tool} by {self.principal.name}{client}, {'with' if self.proposes_only else 'in'} {why}",
         )
+        url = f"{self.host.config['PUBLIC_URL'].rstrip('/')}{REVIEW_PATH}{made['id']}"
         return {
             "proposed": made["id"],
-            "review": f"not written yet: change request {made['id']} waits for someone with the review scope "
-            "(read_change_request shows it, apply_change_request applies it); tell the person",
+            "review": f"not written yet ({why}): change request {made['id']} waits for someone with the review scope "
+            f"(read_change_request shows it, apply_change_request applies it; a person reviews it at {url}); tell the person",
+            "review_url": url,
         }
 
     def _access(self, scope: str, slug: str, field: str = "slug") -> str:

@@ -2,9 +2,10 @@
 rejected; mixed into :class:`~hostcore.service.wiki.Wiki`.
 
 A change request holds the operations of :meth:`~hostcore.service.changes.ChangesMixin.apply_changes`
-(save, edit, move, delete, with their base hashes; a delete needs one here) and two more: ``append``
-(Markdown added to a page or a section, no hash) and ``section`` (a section's own text replaced,
-checked against its ``rev``). It is stored as JSON in the wiki's storage
+(save, edit, move, delete, with their base hashes; a delete needs one here) and three more: ``append``
+(Markdown added to a page or a section, no hash), ``section`` (a section's own text replaced,
+checked against its ``rev``) and ``rename`` (rename_page's: a new title, the slug it gives, and the
+links to the page in its namespace rewritten, all in the one change). It is stored as JSON in the wiki's storage
 (:mod:`hostcore.domain.change_requests`), with the base text of each saved or edited page, so a
 drifted edit can be rebased on every backend.
 
@@ -39,7 +40,7 @@ from typing_extensions import TypedDict
 from hostcore.domain import change_requests as dom
 from hostcore.domain import sections as sec
 from hostcore.domain.edits import text_diff
-from hostcore.domain.pages import Page, check_body, page_path
+from hostcore.domain.pages import Page, check_body, namespace_of, page_path, rewrite_links
 from hostcore.domain.rebase import rebase as rebase_edits
 from hostcore.errors import Conflict, HostcoreError, InsufficientScope, NotFound, TooLarge, ValidationError
 from hostcore.seams.storage import Put
@@ -55,6 +56,7 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "append": (("markdown",), ("section_id", "position")),
     "section": (("section_id", "rev", "text"), ()),
     "move": (("basehash", "new_slug"), ()),
+    "rename": (("basehash", "title"), ()),
     "delete": (("basehash",), ()),
 }
 _FIXES = {
@@ -97,6 +99,18 @@ class Validation(TypedDict):
     namespaces: list[str]
     errors: list[Problem]
     warnings: list[Problem]
+
+
+RESOLVABLE = ("save", "edit", "section")
+"""The operations a person may resolve by hand when they drifted: those that write a page's text."""
+
+
+class Resolution(TypedDict):
+    """A drifted operation resolved by the approver: the whole page's text, saved over ``basehash``."""
+
+    index: int
+    basehash: str
+    body: str
 
 
 class Outcome(TypedDict):
@@ -287,12 +301,14 @@ class ChangeRequestsMixin(ChangesMixin):
             return [], []
         planner = planner or self._writer()
         owner: dict[str, int] = {}
+        written: dict[str, int] = {}  # path -> the change that writes it: a rename's link rewrites too
         planned: list[_Planned] = []
         warnings: list[Problem] = []
         for i, change in enumerate(changes):
             try:
                 claim(owner, i, change)
                 plan, outcome = planner._plan_requested(change, bases[i] if bases else None)
+                _claim_paths(written, i, plan)
                 planned.append(_Planned(plan, "unchanged" if not plan.ops else outcome))
             except HostcoreError as exc:
                 if exc.field and not exc.field.startswith("changes["):
@@ -340,6 +356,8 @@ class ChangeRequestsMixin(ChangesMixin):
             return self._plan_insert(slug, change), "ok"
         if op == "section":
             return self._plan_section(slug, change), "ok"
+        if op == "rename":
+            return self._plan_rename(slug, change["title"], change["basehash"]), "ok"
         if op == "save" and change.get("basehash") is None:
             self._access("write", slug)
             if self.storage.exists(page_path(slug)):
@@ -355,6 +373,28 @@ class ChangeRequestsMixin(ChangesMixin):
                     ops = [Put(page_path(slug), new.to_bytes(), expect=current.hash)] if new.hash != current.hash else []
                     return Plan("page_saved", new, current, list(ops)), "rebased"
         return self._plan_change(change), "ok"
+
+    def _plan_rename(self, slug: str, title: str, basehash: str) -> Plan:
+        """What rename_page writes, as one change: the page at the slug its title gives, and the
+        links to it rewritten in the pages of its namespace, in the same change (links from other
+        namespaces are left as written: no reader of those learns of it, as with rename_page)."""
+        self._access("write", slug)
+        new_slug = self._renamed_slug(slug, title)
+        if new_slug == slug:
+            raise ValidationError(f"gives {slug!r} its own slug again; change only the title with a save", field="title")
+        current = self._current_or_conflict(slug, basehash, tool="rename_page")
+        self._check_movable(slug, new_slug, "title")
+        plan = self._relocation(current, replace(current, slug=new_slug, title=title).stored(), basehash)
+        for source in self.host.indexes.link_graph().slugs_linking_to(slug):
+            if source in (slug, new_slug) or namespace_of(source) != namespace_of(slug):
+                continue
+            page = self._load(source)
+            body = rewrite_links(page.body, source, slug, new_slug)
+            if body != page.body:
+                rewritten = replace(page, body=body).stored()
+                plan.ops.append(Put(page_path(source), rewritten.to_bytes(), expect=page.hash))
+                plan.also.append(Plan("page_saved", rewritten, page, []))
+        return plan
 
     def _current_page(self, slug: str) -> Page:
         try:
@@ -454,10 +494,7 @@ class ChangeRequestsMixin(ChangesMixin):
         """The request, with each operation's outcome now and its page's diff against the current text
         (for a drifted operation that cannot be rebased: against the text it was made on)."""
         record, _digest = self._record(id)
-        outcomes = self._outcomes(record, diffs=True)
-        keep = ("description", "reason", "source", "decided_by", "decided_client", "decided_at", "note")
-        return {**_summary(record), **{k: record.get(k, "") for k in keep}, "changes": record["changes"],  # type: ignore[typeddict-item]
-                "pages": outcomes, "applied": record.get("applied", [])}  # fmt: skip
+        return _view(record, self._outcomes(record, diffs=True))
 
     def dry_run_change_request(self, id: str) -> DryRun:
         """What applying the request would do now, operation by operation; writes nothing."""
@@ -521,19 +558,23 @@ class ChangeRequestsMixin(ChangesMixin):
                 field="id", hash="", state=record["state"],
             )  # fmt: skip
 
-    def apply_change_request(self, id: str, note: str = "") -> Decided:
+    def apply_change_request(self, id: str, note: str = "", resolutions: list[Resolution] | None = None) -> Decided:
         """Apply an open request as one recorded change (its id, reason and the approver in the
-        message), with the request marked applied in the same write. Raises InsufficientScope or
-        Forbidden when the caller may not apply its risk, Conflict when it is not open or a base
-        drifted beyond rebasing (``needs_refresh``: per operation), and writes nothing then."""
+        message), with the request marked applied in the same write. ``resolutions``: operations
+        the approver resolved by hand (a drifted one the rebasing rules could not carry over), each
+        written as a save of the resolved text over the page's ``basehash`` the approver saw, in
+        place of the operation. Raises InsufficientScope or Forbidden when the caller may not apply
+        its risk, Conflict when it is not open or a base drifted beyond rebasing (``needs_refresh``:
+        per operation), and writes nothing then."""
         self.principal.require("write")
         record, digest = self._record(id)
         note = dom.check_text(note, "note", dom.MAX_NOTE, required=False)
         self._require_open(record)
-        risk = dom.highest([record.get("risk", "additive"), self._risk(record["changes"])])
+        changes, bases = self._resolved(record, resolutions or [])
+        risk = dom.highest([record.get("risk", "additive"), self._risk(changes)])
         self._require_decider(record, risk, "apply")
-        planned, _warnings = self._plan_request(record["changes"], record.get("bases"), [], planner=self)
-        stuck = [self._outcome(i, c, p) for i, (c, p) in enumerate(zip(record["changes"], planned, strict=True))
+        planned, _warnings = self._plan_request(changes, bases, [], planner=self)
+        stuck = [self._outcome(i, c, p) for i, (c, p) in enumerate(zip(changes, planned, strict=True))
                  if p.plan is None]  # fmt: skip
         if stuck:
             code = "needs_refresh" if all(o["outcome"] == "needs_refresh" for o in stuck) else "invalid"
@@ -546,11 +587,14 @@ class ChangeRequestsMixin(ChangesMixin):
         plans = [p.plan for p in planned if p.plan is not None]
         writing = [p for p in plans if p.ops]
         decided = self._decided(record, "applied", note)
-        decided["applied"] = [dict(_entry(c, p)) for c, p in zip(record["changes"], plans, strict=True)]
+        decided["applied"] = [dict(_entry(c, p)) for c, p in zip(changes, plans, strict=True)]
         decided["risk"] = risk
-        slugs = ", ".join(dom.slugs_of(record["changes"]))
+        decided["resolved"] = sorted(r["index"] for r in resolutions or [])
+        slugs = ", ".join(dom.slugs_of(changes))
         trailer = f"\n\nReason: {record['reason']}\nProposed-by: {record['author']}" + (
-            f" via {record['client']}" if record["client"] else "") + f"\nApproved-by: {self.principal.name}"  # fmt: skip
+            f" via {record['client']}" if record["client"] else "") + f"\nApproved-by: {self.principal.name}" + (
+            f"\nResolved-by: {self.principal.name} (changes {', '.join(map(str, decided['resolved']))})"
+            if decided["resolved"] else "")  # fmt: skip
         record_op = Put(dom.record_path(id), dom.to_bytes(decided), expect=digest)
         try:
             self._land_plans(writing, "apply_change_request", f"{id}: {record['title']}", slugs, [record_op], trailer)
@@ -562,6 +606,32 @@ class ChangeRequestsMixin(ChangesMixin):
                 field="id", hash="", needs_refresh=True,
             ) from None  # fmt: skip
         return _decided_result(decided)
+
+    def _resolved(self, record: dict[str, Any], resolutions: list[Resolution]) -> tuple[list[dict[str, Any]], list[str | None]]:
+        """The request's operations and base texts with each resolution in place of its operation:
+        a save of the resolved text over the hash the approver resolved it against. Raises
+        ValidationError naming the resolution's field."""
+        changes = [dict(c) for c in record["changes"]]
+        bases: list[str | None] = list(record.get("bases") or [None] * len(changes))
+        seen: set[int] = set()
+        for n, resolution in enumerate(resolutions):
+            field = f"resolutions[{n}]"
+            index = resolution.get("index")
+            if not isinstance(index, int) or not 0 <= index < len(changes) or index in seen:
+                raise ValidationError(f"index must be one of the request's operations (0 to {len(changes) - 1}), "
+                                      "each resolved once", field=f"{field}.index")  # fmt: skip
+            if changes[index]["op"] not in RESOLVABLE:
+                raise ValidationError(f"changes[{index}] is a {changes[index]['op']}; only {', '.join(RESOLVABLE)} "
+                                      "operations are resolved by text", field=f"{field}.index")  # fmt: skip
+            basehash, body = resolution.get("basehash"), resolution.get("body")
+            if not isinstance(basehash, str) or not basehash:
+                raise ValidationError("is required: the hash of the page the text was resolved against", field=f"{field}.basehash")
+            if not isinstance(body, str):
+                raise ValidationError("must be the resolved text of the whole page", field=f"{field}.body")
+            seen.add(index)
+            changes[index] = {"op": "save", "slug": changes[index]["slug"], "basehash": basehash, "body": check_body(body, f"{field}.body")}
+            bases[index] = None
+        return changes, bases
 
     def reject_change_request(self, id: str, note: str = "") -> Decided:
         """Mark an open request rejected with ``note``; by whoever may apply it, or its author."""
@@ -587,6 +657,19 @@ class ChangeRequestsMixin(ChangesMixin):
                 "decided_at": _now(), "note": note, "decision": secrets.token_hex(8)}  # fmt: skip
 
 
+def _claim_paths(written: dict[str, int], i: int, plan: Plan) -> None:
+    """Note the paths ``plan`` (of ``changes[i]``) writes; raises ValidationError when an earlier
+    change writes one of them (a page whose links a rename rewrites, changed by another op)."""
+    for op in plan.ops:
+        if op.path in written and written[op.path] != i:
+            raise ValidationError(
+                f"writes {op.path} (links rewritten by a rename, or a page's file), which changes[{written[op.path]}] "
+                "writes too; make them two change requests", field="slug",
+            )  # fmt: skip
+    for op in plan.ops:
+        written.setdefault(op.path, i)
+
+
 def _summary(record: dict[str, Any]) -> Summary:
     return {
         "id": record["id"], "title": record["title"], "state": record["state"], "risk": record["risk"],
@@ -594,6 +677,13 @@ def _summary(record: dict[str, Any]) -> Summary:
         "namespaces": list(record["namespaces"]), "slugs": dom.slugs_of(record["changes"]),
         "change_count": len(record["changes"]),
     }  # fmt: skip
+
+
+def _view(record: dict[str, Any], pages: list[Outcome]) -> RequestView:
+    """The request as read_change_request answers it, with ``pages``: each operation's outcome."""
+    keep = ("description", "reason", "source", "decided_by", "decided_client", "decided_at", "note")
+    return {**_summary(record), **{k: record.get(k, "") for k in keep}, "changes": record["changes"],  # type: ignore[typeddict-item]
+            "pages": pages, "applied": record.get("applied", [])}  # fmt: skip
 
 
 def _decided_result(record: dict[str, Any]) -> Decided:

@@ -47,12 +47,15 @@ class ChangesResult(TypedDict):
     changed: bool
     proposed: NotRequired[str]
     review: NotRequired[str]
+    review_url: NotRequired[str]
 
 
 class ChangesMixin(LinksMixin):
     """apply_changes."""
 
     def apply_changes(self, changes: list[dict[str, Any]]) -> ChangesResult:
+        if (proposer := self._proposer()) is not None:
+            return proposer.apply_changes(changes)
         self.principal.require("write")
         if not changes:
             raise ValidationError("needs at least one change {op, slug, ...}", field="changes")
@@ -111,7 +114,8 @@ class ChangesMixin(LinksMixin):
         change = replace(change, message=change.message + trailer, moves=tuple(m for p in writing for m in p.moves))
         self._store([*extra, *(op for p in writing for op in p.ops)], change)
         for p in writing:
-            self._announce(p, change)
+            for q in (p, *p.also):
+                self._announce(q, change)
 
     def _plan_change(self, change: dict[str, Any]) -> Plan:
         op = check_fields(change, _FIELDS)
@@ -171,6 +175,6 @@ def _entry(change: dict[str, Any], plan: Plan) -> ChangedPage:
         "hash": "" if plan.event == "page_deleted" else plan.page.hash,
         "changed": bool(plan.ops),
     }
-    if change["op"] == "move":
+    if change["op"] in ("move", "rename"):
         entry["old_slug"] = change["slug"]
     return entry

@@ -146,18 +146,23 @@ class LinksMixin(PagesMixin):
         moved = self._relocate(current, replace(current, slug=new_slug), basehash, "move_page")
         return {"slug": moved.slug, "old_slug": slug, "hash": moved.hash}
 
-    def rename_page(self, slug: str, title: str, basehash: str) -> Renamed:
-        self._access("write", slug)
+    def _renamed_slug(self, slug: str, title: str) -> str:
+        """The slug ``title`` gives the page ``slug`` (its own for a namespace's index page), after
+        rename_page's checks of the title. Raises ValidationError naming ``title``."""
         check_title(title)
         if not title.strip():
             raise ValidationError("is empty; give the page's new title", field="title")
+        if slug == _index_page(self, namespace_of(slug)):
+            return slug
+        segment = slugify(title)
+        if not segment:
+            raise ValidationError("has no letters or digits to derive a slug from", field="title")
+        return check_slug(f"{slug.rsplit('/', 1)[0]}/{segment}", "title")
+
+    def rename_page(self, slug: str, title: str, basehash: str) -> Renamed:
+        self._access("write", slug)
+        new_slug = self._renamed_slug(slug, title)
         current = self._current_or_conflict(slug, basehash, tool="rename_page")
-        new_slug = slug
-        if slug != _index_page(self, namespace_of(slug)):
-            segment = slugify(title)
-            if not segment:
-                raise ValidationError("has no letters or digits to derive a slug from", field="title")
-            new_slug = check_slug(f"{slug.rsplit('/', 1)[0]}/{segment}", "title")
         if new_slug == slug:
             result = self.save_page(slug, basehash=basehash, title=title)
             return {

@@ -51,6 +51,7 @@ class SaveResult(TypedDict):
     changed: bool
     proposed: NotRequired[str]
     review: NotRequired[str]
+    review_url: NotRequired[str]
 
 
 class EditResult(TypedDict):
@@ -64,6 +65,7 @@ class EditResult(TypedDict):
     current: NotRequired[str]
     proposed: NotRequired[str]
     review: NotRequired[str]
+    review_url: NotRequired[str]
 
 
 class DeleteResult(TypedDict):
@@ -72,6 +74,7 @@ class DeleteResult(TypedDict):
     hash: str
     proposed: NotRequired[str]
     review: NotRequired[str]
+    review_url: NotRequired[str]
 
 
 class PageEntry(TypedDict):
@@ -98,6 +101,7 @@ class Plan:
     previous: Page | None
     ops: list[Operation]
     moves: list[tuple[str, str]] = field(default_factory=list)
+    also: list[Plan] = field(default_factory=list)  # pages it rewrites besides (their ops are in ``ops``), announced after it
 
 
 def _check_edits(edits: list[dict[str, str]]) -> None:
@@ -132,6 +136,8 @@ class PagesMixin(WikiBase):
         tags: list[str] | None = None,
         pin: bool | None = None,
     ) -> SaveResult:
+        if (proposer := self._proposer()) is not None:
+            return proposer.save_page(slug, basehash, body, title, tags, pin)
         plan = self._plan_save(slug, basehash, body, title, tags, pin)
         if not plan.ops:
             return {"slug": slug, "hash": plan.page.hash, "created": False, "changed": False}
@@ -205,6 +211,8 @@ class PagesMixin(WikiBase):
     def edit_page(
         self, slug: str, basehash: str, edits: list[dict[str, str]], dry_run: bool = False, rebase: bool = False
     ) -> EditResult:
+        if (proposer := self._proposer()) is not None:
+            return proposer.edit_page(slug, basehash, edits, dry_run, rebase)
         if rebase:
             return self._edit_rebased(slug, basehash, edits, dry_run)
         plan, diff = self._plan_edit(slug, basehash, edits)
@@ -292,6 +300,8 @@ class PagesMixin(WikiBase):
             return None
 
     def delete_page(self, slug: str, basehash: str | None = None) -> DeleteResult:
+        if (proposer := self._proposer()) is not None:
+            return proposer.delete_page(slug, basehash)
         plan = self._plan_delete(slug, basehash)
         previous = plan.previous
         assert previous is not None

@@ -97,6 +97,13 @@ def admit(principal: Principal, scope: str) -> None:
     principal.require(scope)
 
 
+def call_scope(principal: Principal, scope: str, least: str) -> str:
+    """The scope a call of a tool declaring ``scope`` asks of ``principal``: ``least``
+    (:attr:`hostcore.Tool.admits`: ``propose`` for a write tool that proposes) when it holds that,
+    else ``scope``, so a refusal or an OAuth step-up asks for what does the whole job."""
+    return least if principal.has_scope(least) else scope
+
+
 def missing_scopes(principal: Principal, scopes: Iterable[str]) -> set[str]:
     """Those of ``scopes`` that ``principal`` does not hold: what an OAuth client must ask the
     person for before the calls it sent can be admitted."""

@@ -83,6 +83,7 @@ class SectionEdited(TypedDict):
     added_sections: list[str]
     proposed: NotRequired[str]
     review: NotRequired[str]
+    review_url: NotRequired[str]
 
 
 class SectionSource(TypedDict):
@@ -242,6 +243,8 @@ class SectionsMixin(WikiBase):
     def append_to_page(
         self, slug: str, markdown: str, section_id: str | None = None, position: dom.Position = "end"
     ) -> SectionEdited:
+        if (proposer := self._proposer()) is not None:
+            return proposer.append_to_page(slug, markdown, section_id, position)
         self._access("write", slug)
         check_body(markdown, "markdown")
         if position not in dom.POSITIONS:

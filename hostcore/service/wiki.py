@@ -24,6 +24,7 @@ from hostcore.service.assistants import AssistantsMixin
 from hostcore.service.attachments import AttachmentsMixin
 from hostcore.service.blame import BlameMixin
 from hostcore.service.change_requests import ChangeRequestsMixin
+from hostcore.service.change_review import ChangeReviewMixin
 from hostcore.service.changes import ChangesMixin
 from hostcore.service.context import ContextMixin
 from hostcore.service.documents import DocumentsMixin
@@ -34,10 +35,11 @@ from hostcore.service.namespaces import NamespacesMixin
 from hostcore.service.pages import PagesMixin
 from hostcore.service.search import SearchMixin
 from hostcore.service.sections import SectionsMixin
+from hostcore.service.undo import UndoMixin
 
 
 class Wiki(
-    BlameMixin, AssistantsMixin, ChangeRequestsMixin, ChangesMixin, ContextMixin, LinksMixin, PagesMixin, SectionsMixin,
-    NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin, ActivityMixin, NamespaceRemovalMixin,
+    UndoMixin, BlameMixin, AssistantsMixin, ChangeReviewMixin, ChangeRequestsMixin, ChangesMixin, ContextMixin, LinksMixin,
+    PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin, ActivityMixin, NamespaceRemovalMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""

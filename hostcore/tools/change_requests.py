@@ -26,9 +26,9 @@ from hostcore.tools.sections import Rev, SectionId
 @with_config(ConfigDict(extra="forbid"))
 class RequestChange(PageFields):
     op: Annotated[
-        Literal["save", "edit", "append", "section", "move", "delete"],
+        Literal["save", "edit", "append", "section", "move", "rename", "delete"],
         Field(description="save (create or update), edit (exact-text edits), append (add Markdown), section (replace a "
-              "section's text), move or delete"),
+              "section's text), move, rename (new title and the slug it gives; links to it rewritten) or delete"),
     ]  # fmt: skip
     markdown: NotRequired[Annotated[str, Field(min_length=1, max_length=MAX_BODY_BYTES, description="append: Markdown to add")]]
     section_id: NotRequired[SectionId]
@@ -62,7 +62,7 @@ def validate_change_request(
     Arguments: changes, title, reason, description and source, as create_change_request. Each operation is checked against the current pages as its
     own tool would check it (a stale basehash or rev is an error with code conflict). The result says
     valid, the risk the server computes (additive: new pages and appends; structural: saves over
-    pages, edits, section edits, moves; destructive: deletes, and moves of pages other pages link to),
+    pages, edits, section edits, moves; destructive: deletes, renames, and moves of pages other pages link to),
     the namespaces touched, errors and warnings. Nothing is stored.
     """
     return wiki.validate_change_request([plain(c) for c in changes], title, reason, description, source)
@@ -77,7 +77,9 @@ def create_change_request(
     Arguments: changes (1 to 64, each to a different page): {op: "save", slug, basehash (omit to
     create), body, title, tags, pin}; {op: "edit", slug, basehash, edits}; {op: "append", slug,
     markdown, section_id, position}; {op: "section", slug, section_id, rev, text}; {op: "move", slug,
-    new_slug, basehash}; {op: "delete", slug, basehash}; title; reason (why, in the person's terms);
+    new_slug, basehash}; {op: "rename", slug, basehash, title} (the slug follows the title, and the
+    links to it in its namespace are rewritten in the same change); {op: "delete", slug, basehash};
+    title; reason (why, in the person's terms);
     description and source (a link) optional. It is validated first (see validate_change_request);
     when invalid, the error lists every problem and nothing is saved. The result has the id, the
     risk and warnings. Tell the person the id: apply_change_request applies it once they agree (a

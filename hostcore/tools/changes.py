@@ -47,7 +47,7 @@ class PageChange(PageFields):
     op: Annotated[Op, Field(description="save (create or update), edit (exact-text edits), move or delete")]
 
 
-@tool(scope="write", destructive=True, title="Change several pages at once")
+@tool(scope="write", destructive=True, title="Change several pages at once", proposes=True)
 def apply_changes(
     changes: Annotated[
         list[PageChange],

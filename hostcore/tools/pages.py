@@ -65,7 +65,7 @@ def read_page(
     return wiki.read_page(slug, section, offset, limit)
 
 
-@tool(scope="write", destructive=True, title="Create or update a page")
+@tool(scope="write", destructive=True, title="Create or update a page", proposes=True)
 def save_page(
     slug: Slug,
     basehash: Annotated[str | None, Field(description="hash from read_page; required to update, omit to create")] = None,
@@ -103,7 +103,7 @@ def save_page(
     return wiki.save_page(slug, basehash, body, title, tags, pin)
 
 
-@tool(scope="write", destructive=True, title="Edit part of a page")
+@tool(scope="write", destructive=True, title="Edit part of a page", proposes=True)
 def edit_page(
     slug: Slug,
     basehash: Annotated[str, Field(description="hash from read_page or the last save or edit")],
@@ -139,7 +139,7 @@ def edit_page(
     return wiki.edit_page(slug, basehash, edited, dryRun, rebase)
 
 
-@tool(scope="write", destructive=True, title="Delete a page")
+@tool(scope="write", destructive=True, title="Delete a page", proposes=True)
 def delete_page(
     slug: Slug,
     basehash: Annotated[

@@ -119,7 +119,7 @@ def replace_text(
     return wiki.replace_text(slug, section_id, rev, old_text, new_text)
 
 
-@tool(scope="write", destructive=False, title="Append to a page")
+@tool(scope="write", destructive=False, title="Append to a page", proposes=True)
 def append_to_page(
     slug: Slug,
     markdown: Annotated[str, Field(min_length=1, max_length=MAX_BODY_BYTES, description="Markdown to add")],

@@ -6,8 +6,10 @@ from a reader of other namespaces."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import pytest
 
 from .conftest import error_object, mcp_session, ok
@@ -59,12 +61,15 @@ async def test_change_requests_reach_the_official_clients_whole(server, typescri
         (propose, "create_change_request", {"changes": [new], **why}, {"state": "open", "risk": "additive"}),
         (propose, "create_change_request", {"changes": [{**edit, "basehash": "0" * 40}], **why},
          {"code": "validation_error", "field": "changes[0].basehash"}),
-        (propose, "save_page", {"slug": f"{slug}-direct", "body": "x"}, {"code": "insufficient_scope", "required_scope": "write"}),
+        (propose, "save_page", {"slug": f"{slug}-direct", "body": "x"}, {"changed": False, "created": False}),
         (read, "list_change_requests", {"author": "cr-propose", "limit": 100}, {"more": False}),
     ]  # fmt: skip
     got = await _run(server, typescript_sdk, client, [(t, n, a) for t, n, a, _ in first])
     results = [_check(o, e, n) for (_t, n, _a, e), o in zip(first, got, strict=True)]
     structural, additive = results[1]["id"], results[2]["id"]
+    direct = results[4]  # a token that may only propose: its write became a change request, with where to review it
+    assert direct["proposed"].startswith("cr-") and direct["review_url"].endswith(f"/_/review/{direct['proposed']}")
+    assert "may only propose" in direct["review"]
     assert len(results[3]["errors"]) == 1 and results[3]["errors"][0]["code"] == "conflict"
     assert {structural, additive} <= {r["id"] for r in results[5]["change_requests"]}
 
@@ -115,3 +120,29 @@ async def test_writes_in_a_namespace_under_review_answer_proposed(server, typesc
         assert ok(await c.call_tool("read_page", {"slug": f"{ns}/a"}))["body"] == "one\n"
         listed = ok(await c.call_tool("list_change_requests", {"namespace": ns}))
     assert listed["total"] == 5 and {r["author"] for r in listed["change_requests"]} == {"write"}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_undo_session_reaches_the_official_clients_whole(server, typescript_sdk, cr_tokens, client, uid):  # noqa: F811
+    slug = f"notes/undo-{uid}"
+    async with mcp_session(server, server.tokens["admin"]) as c:
+        ok(await c.call_tool("save_page", {"slug": slug, "body": "as it was\n"}))
+    await anyio.sleep(1.05)  # history keeps whole seconds
+    since = datetime.now(UTC).replace(microsecond=0).isoformat()
+    async with mcp_session(server, server.tokens["write"]) as c:
+        base = ok(await c.call_tool("read_page", {"slug": slug}))["hash"]
+        ok(await c.call_tool("edit_page", {"slug": slug, "basehash": base, "edits": [{"oldText": "as it was", "newText": "the bot's"}]}))
+    propose, review = cr_tokens["propose"], cr_tokens["review"]
+    cases: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+        (propose, "undo_session", {"since": since, "principal": "write"}, {"dry_run": True, "proposed": "", "conflicts": []}),
+        (propose, "undo_session", {"since": since, "principal": "write", "dry_run": False}, {"dry_run": False}),
+        (propose, "undo_session", {"since": "soon", "principal": "write"}, {"code": "validation_error", "field": "since"}),
+        (server.tokens["read"], "undo_session", {"since": since, "principal": "write"}, {"code": "insufficient_scope"}),
+    ]  # fmt: skip
+    got = await _run(server, typescript_sdk, client, [(t, n, a) for t, n, a, _ in cases])
+    results = [_check(o, e, n) for (_t, n, _a, e), o in zip(cases, got, strict=True)]
+    assert [(r["slug"], r["op"]) for r in results[0]["reverts"]] == [(slug, "save")]
+    proposed = results[1]["proposed"]
+    async with mcp_session(server, review) as c:
+        assert ok(await c.call_tool("apply_change_request", {"id": proposed, "note": "undo it"}))["state"] == "applied"
+        assert ok(await c.call_tool("read_page", {"slug": slug}))["body"] == "as it was\n"

@@ -187,7 +187,9 @@ def test_a_grant_may_only_propose(client):
     asked = {"changes": [{"op": "save", "slug": "notes/x", "body": "x"}], "title": "A page", "reason": "asked"}
     made = ok(call(client, tokens["access_token"], "create_change_request", asked))
     assert not made["isError"] and made["structuredContent"]["state"] == "open", made
-    refused = call(client, tokens["access_token"], "save_page", {"slug": "notes/x", "body": "x"})
+    proposed = ok(call(client, tokens["access_token"], "save_page", {"slug": "notes/y", "body": "y"}))  # its write is proposed
+    assert not proposed["isError"] and proposed["structuredContent"]["proposed"].startswith("cr-"), proposed
+    refused = call(client, tokens["access_token"], "move_page", {"slug": "notes/x", "new_slug": "notes/z", "basehash": "0" * 40})
     assert refused.status_code == 403 and 'scope="propose write"' in refused.headers["WWW-Authenticate"]
 
 

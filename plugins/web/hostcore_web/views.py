@@ -571,7 +571,7 @@ def edit(slug: str) -> Any:
     pin = form.get("pin") == "on"
     basehash = form.get("basehash", "")
     try:
-        wiki.save_page(slug, basehash, body, title, tags, pin)
+        saved = wiki.save_page(slug, basehash, body, title, tags, pin)
     except Conflict as exc:
         theirs = str(exc.data.get("body", ""))
         return page("conflict.html", namespace, slug=slug, mine=body, theirs=theirs, title=f"Edit {title}",
@@ -580,6 +580,8 @@ def edit(slug: str) -> Any:
     except ValidationError as exc:
         return page("edit.html", namespace, slug=slug, doc=None, body=body, title=f"Edit {title}", page_title=title,
                     tags=", ".join(tags), basehash=basehash, error=str(exc)), 400  # fmt: skip
+    if saved.get("proposed"):  # a namespace that takes changes by review: the person sees their change request
+        return redirect(url_for("web.review_request", request_id=saved["proposed"]))
     return redirect(render.page_href(slug))
 
 

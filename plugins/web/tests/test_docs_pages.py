@@ -37,6 +37,8 @@ DOCUMENTED = {
     "web.password": "/_/account/password",
     "web.activity": "/_/account/activity",
     "web.blame": "/_/blame/<namespace>/<page>",
+    "web.review_list": "/_/review",
+    "web.review_request": "/_/review/<id>",
     "web.namespaces": "/_/namespaces",
     "web.new_namespace": "/_/namespaces/new",
     "web.namespace_settings": "/_/namespaces/<namespace>/settings",
