@@ -402,9 +402,15 @@ def read(namespace: str, rest: str) -> Any:
         files = listing(wiki, slug)
     if access.may_write(person, namespace) and not revision and not section:
         body = sections.with_edit_links(body, slug, wiki, window["hash"])
+    threads = None
+    if not revision and not section:
+        from .comments import threads_of, with_threads
+
+        threads = threads_of(reader, person, slug)
+        body = with_threads(body, slug, wiki, threads)
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
-        revision=window.get("revision"), files=files,
+        revision=window.get("revision"), files=files, threads=threads,
         section=window.get("section"), title=window["title"], can_write=access.may_write(person, namespace),
         preview=body.image,
     )  # fmt: skip
