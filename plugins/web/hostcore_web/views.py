@@ -31,7 +31,7 @@ from hostcore import (
     serving_headers,
 )
 
-from . import access, assets, diffs, navigation, render, sections, widgets
+from . import access, assets, diffs, navigation, render, sections, widgets, words
 from .access import SignInFirst, host, require_reader, require_writer
 
 log = logging.getLogger("hostcore.web")
@@ -467,8 +467,9 @@ def changes(namespace: str | None = None) -> Any:
         reader = access.reader(person)
         if person is None and not reader.namespaces:
             return hostcore.login_redirect()
-    commits = decorate(host().wiki(reader).recent_changes(100)["commits"])
-    return page("changes.html", namespace, person=person, commits=commits, title="Recent changes")
+    wiki = host().wiki(reader)
+    commits, filters = words.described(wiki, decorate(wiki.recent_changes(100)["commits"]), request.args)
+    return page("changes.html", namespace, person=person, commits=commits, filters=filters, title="Recent changes")
 
 
 @bp.route("/_/history/<path:slug>")
@@ -485,8 +486,10 @@ def history(slug: str) -> Any:
         current_hash = wiki.read_page(slug, None, 0, 1)["hash"]
     except NotFound:
         current_hash = ""  # deleted: restoring brings it back
-    return page("history.html", namespace, person=person, slug=slug, history=result, title=f"History of {slug}",
-                can_write=access.may_write(person, namespace), current_hash=current_hash)  # fmt: skip
+    described, filters = words.described(wiki, [dict(c) for c in result["commits"]], request.args)
+    return page("history.html", namespace, person=person, slug=slug, history={**result, "commits": described},
+                title=f"History of {slug}", can_write=access.may_write(person, namespace), current_hash=current_hash,
+                filters=filters)  # fmt: skip
 
 
 @bp.route("/_/blame/<path:slug>")

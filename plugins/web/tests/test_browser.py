@@ -226,7 +226,8 @@ def test_browse_a_namespace_with_widgets(browser, served):
     browser.get(served.base + "/")
     browser.screenshot("web-home")
     browser.get(served.base + "/_/changes")
-    assert "notes/guide" in browser.find_element(By.TAG_NAME, "main").text
+    assert "hostcore saved Guide" in browser.find_element(By.TAG_NAME, "main").text  # in words, the page by its title
+    assert browser.find_elements(By.CSS_SELECTOR, "main a[href='/notes/guide']")
     browser.screenshot("web-changes")
 
 

@@ -44,14 +44,15 @@ def test_post_edit_and_delete_a_comment_with_the_keyboard_alone(browser, served)
     assert usage.location["y"] > heading.location["y"]  # right under its heading
     assert browser.execute_script("return arguments[0].previousElementSibling.id", usage) == "usage"
 
+    start = thread(browser, "install").find_element(By.TAG_NAME, "a")  # no comments yet: a link opens the thread
+    tab_to(browser, start)
+    html = browser.find_element(By.TAG_NAME, "html")
+    start.send_keys(Keys.ENTER)
+    WebDriverWait(browser, 15).until(lambda d: html != d.find_element(By.TAG_NAME, "html"))
     install = thread(browser, "install")
-    summary = install.find_element(By.CSS_SELECTOR, "summary")
-    tab_to(browser, summary)
-    summary.send_keys(Keys.ENTER)
     assert install.get_attribute("open") is not None
     box = install.find_element(By.CSS_SELECTOR, "form.post textarea")
-    browser.switch_to.active_element.send_keys(Keys.TAB)
-    assert browser.switch_to.active_element == box
+    assert browser.switch_to.active_element == box  # straight into the text box
     box.send_keys("Needs root on Linux.")
     browser.switch_to.active_element.send_keys(Keys.TAB)
     post = browser.switch_to.active_element
@@ -63,7 +64,10 @@ def test_post_edit_and_delete_a_comment_with_the_keyboard_alone(browser, served)
     install = thread(browser, "install")
     assert install.get_attribute("open") is not None
     assert [e.text for e in install.find_elements(By.CSS_SELECTOR, "li.comment .text")] == ["Needs root on Linux."]
-    thread(browser, "usage").find_element(By.CSS_SELECTOR, "summary").send_keys(Keys.ENTER)
+    usage = thread(browser, "usage").find_element(By.CSS_SELECTOR, "summary")
+    tab_to(browser, usage)
+    usage.send_keys(Keys.ENTER)  # the keyboard opens a thread with comments
+    assert thread(browser, "usage").get_attribute("open") is not None
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", browser.find_element(By.ID, "install"))
     browser.screenshot("web-comments")
 
