@@ -244,6 +244,12 @@ class LinksMixin(PagesMixin):
         self.principal.require_namespace(namespace, "namespace")
         return self.host.indexes.link_graph().pages_in(namespace)
 
+    def page_titles(self, slugs: list[str]) -> dict[str, str]:
+        """Slug -> title of those of ``slugs`` that are pages the caller may read, from the link graph (no page is read)."""
+        self.principal.require("read")
+        readable = [s for s in slugs if "/" in s and self.principal.can_access(s.split("/", 1)[0])]
+        return {slug: title for slug, (title, _tags) in self.host.indexes.link_graph().facts(readable).items()}
+
     def pages_existing(self, slugs: list[str]) -> set[str]:
         """Those of ``slugs`` that are pages the caller may read (a page it may not read counts as missing)."""
         self.principal.require("read")

@@ -184,7 +184,7 @@ def activity() -> Any:
         found, agents, error = {"records": [], "more": False, "next_cursor": None}, [], str(exc)
     kept: dict[str, Any] = {k: v for k, v in asked.items() if v}
     older = url_for("web.activity", **kept, cursor=found["next_cursor"]) if found["more"] else None
-    title_of, _heading_of = words.lookups(host().wiki(reader(person)))
+    title_of, _heading_of = words.lookups(host().wiki(reader(person)), [s for r in found["records"] for s in r["slugs"]])
     records = [{**r, "words": words.activity_line(r, title_of)} for r in found["records"]]
     return account_page("activity.html", person, "Activity", 400 if error else 200, records=records,
                         sessions=agents, asked=asked, older=older, error=error, everyone=wiki.sees_all_activity())  # fmt: skip

@@ -131,20 +131,18 @@ def choices(commits: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]
     return sorted(people), sorted(clients)
 
 
-def lookups(wiki: Any) -> tuple[Callable[[str], str], Callable[[str, str], str]]:
-    """(title_of, heading_of) for :func:`commit_line` as ``wiki``'s caller reads pages: titles from
-    the link graph, one namespace at a time; headings from each page's outline, once per page."""
-    titles: dict[str, dict[str, str]] = {}
+def lookups(wiki: Any, slugs: Iterable[str]) -> tuple[Callable[[str], str], Callable[[str, str], str]]:
+    """(title_of, heading_of) for :func:`commit_line` as ``wiki``'s caller reads pages: the titles of
+    ``slugs`` from the link graph in one query (another slug reads as itself); headings from each
+    page's outline, once per page."""
+    try:
+        titles = wiki.page_titles(sorted(set(slugs)))
+    except HostcoreError:
+        titles = {}
     headings: dict[str, dict[str, str]] = {}
 
     def title_of(slug: str) -> str:
-        namespace = slug.split("/", 1)[0]
-        if namespace not in titles:
-            try:
-                titles[namespace] = {f["slug"]: f["title"] for f in wiki.page_facts(namespace)}
-            except HostcoreError:
-                titles[namespace] = {}
-        return titles[namespace].get(slug) or slug
+        return str(titles.get(slug) or slug)
 
     def heading_of(slug: str, section_id: str) -> str:
         if slug not in headings:
@@ -157,11 +155,23 @@ def lookups(wiki: Any) -> tuple[Callable[[str], str], Callable[[str, str], str]]
     return title_of, heading_of
 
 
+def slugs_named(message: str) -> list[str]:
+    """The page slugs a tool's message names (a move's two), for :func:`lookups`."""
+    parsed = parse_message(message)
+    if parsed is None:
+        return []
+    subject = parsed[1]
+    names = subject.split(" -> ") if " -> " in subject else [subject.partition(" ")[0].partition("#")[0]]
+    if parsed[0] in FILE_TOOLS:
+        names = [n.rsplit("/", 1)[0] for n in names]
+    return [n for n in names if "/" in n]
+
+
 def described(wiki: Any, commits: list[dict[str, Any]], args: Mapping[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``commits`` kept by the ``person`` and ``client`` filters of ``args``, each with its ``words``;
     and the filters as the form shows them (what was asked, the people and clients to pick from)."""
     person, client = (args.get("person") or "").strip(), (args.get("client") or "").strip()
     people, clients = choices(commits)
-    title_of, heading_of = lookups(wiki)
+    title_of, heading_of = lookups(wiki, [s for c in commits for s in slugs_named(str(c.get("message", "")))])
     kept = [{**c, "words": commit_line(c, title_of, heading_of)} for c in commits if matches(c, person, client)]
     return kept, {"person": person, "client": client, "people": people, "clients": clients}
