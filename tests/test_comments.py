@@ -68,6 +68,18 @@ def test_a_thread_reads_page_by_page(host: Host) -> None:
     assert w.read_comment_thread("notes/guide", "linux")["comments"] == []
 
 
+def test_all_threads_at_once_keep_the_newest_of_each(host: Host) -> None:
+    w = host.wiki(ANA)
+    for i in range(3):
+        w.post_comment("notes/guide", "usage", f"u{i}")
+    w.post_comment("notes/guide", "install", "i0")
+    threads = w.comment_threads("notes/guide", newest=2)
+    assert [(t["section_id"], [c["text"] for c in t["comments"]], t["total"], t["more"]) for t in threads] == [
+        ("install", ["i0"], 1, False), ("usage", ["u1", "u2"], 3, True)]  # fmt: skip
+    with pytest.raises(Forbidden):
+        host.wiki(READER).comment_threads("team/t")
+
+
 def test_a_reader_posts_and_an_assistants_mentions_are_stripped(host: Host) -> None:
     posted = host.wiki(READER).post_comment("notes/guide", "usage", "@ana see ana@example.org, cc @bob", mentions=False)
     assert posted["text"] == "ana see ana@example.org, cc bob"

@@ -96,7 +96,7 @@ def _heading(outline: sec.Outline, section_id: str) -> str | None:
 
 
 class CommentsMixin(SectionsMixin):
-    """list_comment_threads, read_comment_thread, post_comment, edit_comment, delete_comment."""
+    """list_comment_threads, comment_threads, read_comment_thread, post_comment, edit_comment, delete_comment."""
 
     def _comments(self, slug: str) -> tuple[dict[str, Any], str | None]:
         """The page's comments record and its hash (None: no record yet)."""
@@ -128,6 +128,21 @@ class CommentsMixin(SectionsMixin):
             })  # fmt: skip
         threads.sort(key=lambda t: (t["orphaned"], order.get(t["section_id"], 0), t["section_id"]))
         return {"slug": slug, "threads": threads, "total_comments": sum(t["count"] for t in threads)}
+
+    def comment_threads(self, slug: str, newest: int = dom.MAX_THREAD_READ) -> list[Thread]:
+        """Every thread of the page with comments, as :meth:`list_comment_threads` orders them, each
+        with its ``newest`` comments (oldest of those first): one read of the page's record, for a
+        page showing them all."""
+        listed = self.list_comment_threads(slug)["threads"]
+        record, _h = self._comments(slug)
+        out: list[Thread] = []
+        for t in listed:
+            comments = record["threads"][t["section_id"]]["comments"]
+            shown = comments[max(0, len(comments) - newest) :]
+            out.append({"slug": slug, "section_id": t["section_id"], "heading": t["heading"], "orphaned": t["orphaned"],
+                        "comments": [_view(c) for c in shown], "total": len(comments), "more": len(shown) < len(comments),
+                        "next_offset": None})  # fmt: skip
+        return out
 
     def read_comment_thread(self, slug: str, section_id: str, offset: int = 0, limit: int = 50) -> Thread:
         """One section's comments, oldest first (newest last), ``limit`` from ``offset``. A section

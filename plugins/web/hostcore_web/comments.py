@@ -62,10 +62,9 @@ def threads_of(reader: Principal, person: Principal | None, slug: str) -> PageTh
     """The page's threads as ``reader`` sees them, each with its newest :data:`SHOWN` comments."""
     wiki = host().wiki(reader)
     by_section: dict[str, ShownThread] = {}
-    for t in wiki.list_comment_threads(slug)["threads"]:
-        thread = wiki.read_comment_thread(slug, t["section_id"], max(0, t["count"] - SHOWN), SHOWN)
-        by_section[t["section_id"]] = ShownThread(t["section_id"], t["heading"], t["orphaned"], t["count"],
-                                                  [dict(c) for c in thread["comments"]])
+    for t in wiki.comment_threads(slug, SHOWN):
+        by_section[t["section_id"]] = ShownThread(t["section_id"], t["heading"], t["orphaned"], t["total"],
+                                                  [dict(c) for c in t["comments"]])
     namespace = slug.split("/", 1)[0]
     can_post = person is not None and bool(host().wiki(person).may("read", namespace))
     return PageThreads(by_section, can_post, person.name if person else "", bool(person and person.has_scope("admin")),

@@ -73,3 +73,12 @@ def test_the_activity_page_speaks_in_words(admin, client_for):
     html = carol.get("/_/account/activity").text
     assert 'carol in the browser opened <a href="/notes/plan">The plan</a>' in html
     assert 'carol in the browser opened <a href="/notes/nothing-here">notes/nothing-here</a> (refused: http_404)' in html
+
+
+def test_titles_come_only_from_namespaces_the_reader_may_read(host, admin):
+    admin.save_page("team/secret", body="x", title="The secret plan")
+    admin.save_page("notes/open", body="x", title="Open notes")
+    dave = host.wiki(Principal("person:dave", frozenset({"read"}), frozenset({"notes"})))
+    assert dave.page_titles(["team/secret", "notes/open", "notes/none"]) == {"notes/open": "Open notes"}
+    title_of, _heading_of = words.lookups(dave, ["team/secret"])
+    assert title_of("team/secret") == "team/secret"
