@@ -34,6 +34,10 @@ VERBS = {
     "blame_page": "read who wrote", "read_attachment": "read a file of", "list_comment_threads": "read the comments of",
     "read_comment_thread": "read comments on", "web:read": "opened", "web:edit": "opened the editor of",
     "web:history": "opened the history of", "web:diff": "compared versions of", "web:search": "searched",
+    "web:change_comments": "changed the comments of", "web:change_attachments": "changed the files of",
+    "web:edit_section": "opened a section of", "web:blame": "read who wrote", "web:restore": "restored",
+    "web:move": "opened the move of", "web:delete": "opened the delete of", "web:namespace_index": "opened",
+    "web:changes": "read the recent changes", "web:activity": "read the activity", "web:home": "opened the home page",
 }  # fmt: skip
 FILE_TOOLS = {"upload_attachment": ("attached", "to"), "complete_upload": ("attached", "to"),
               "replace_attachment": ("replaced", "of"), "delete_attachment": ("removed", "from")}  # fmt: skip
@@ -98,9 +102,13 @@ def commit_line(commit: Mapping[str, Any], title_of: Callable[[str], str], headi
 def activity_line(record: Mapping[str, Any], title_of: Callable[[str], str]) -> list[Part]:
     """The activity record in words: who, what they did, on which pages, and how it ended when not ok."""
     action = str(record.get("tool", ""))
-    verb = VERBS.get(action) or (f"opened {action.removeprefix('web:')} of" if action.startswith("web:") else f"called {action} on")
+    slugs: list[str] = list(record.get("slugs") or ())
+    verb = VERBS.get(action)
+    if verb is None and action.startswith("web:"):
+        verb = f"opened {action.removeprefix('web:').replace('_', ' ')}" + (" of" if slugs else "")
+    elif verb is None:
+        verb = f"called {action}" + (" on" if slugs else "")
     parts: list[Part] = [(f"{who(str(record.get('principal', '')), str(record.get('client') or ''), str(record.get('auth') or ''))} {verb}", None)]
-    slugs: Iterable[str] = record.get("slugs") or ()
     for i, slug in enumerate(slugs):
         parts += [(", " if i else " ", None), (title_of(slug), "/" + slug)]
     if record.get("outcome") not in (None, "ok"):

@@ -38,6 +38,11 @@ def test_other_changes_read_in_words_too():
     assert line("save_namespace: journal") == "ana changed the settings of journal"
     refused = {"principal": "tok", "auth": "token", "client": "cursor", "tool": "read_page", "slugs": ["team/x"], "outcome": "forbidden"}
     assert text(words.activity_line(refused, str)) == "cursor (token, tok) read team/x (refused: forbidden)"
+    posted = {"principal": "person:ana", "auth": "session", "client": "Mozilla/5.0", "tool": "web:change_comments",
+              "slugs": ["notes/a"], "outcome": "ok"}  # fmt: skip
+    assert text(words.activity_line(posted, str)) == "ana in the browser changed the comments of notes/a"
+    listing = {"principal": "ana", "auth": "session", "client": "", "tool": "web:all_pages", "slugs": [], "outcome": "ok"}
+    assert text(words.activity_line(listing, str)) == "ana in the browser opened all pages"
 
 
 def test_filters_match_person_and_client():
