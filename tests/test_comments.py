@@ -148,6 +148,16 @@ def test_a_move_and_a_rename_take_the_threads_along(host: Host) -> None:
     assert w.list_comment_threads("notes/handbook")["total_comments"] == 1
 
 
+def test_a_move_among_other_changes_takes_the_threads_along(host: Host) -> None:
+    w = host.wiki(ANA)
+    w.post_comment("notes/guide", "usage", "along")
+    h = w.read_page("notes/guide")["hash"]
+    w.apply_changes([{"op": "move", "slug": "notes/guide", "new_slug": "notes/moved", "basehash": h},
+                     {"op": "save", "slug": "notes/other", "body": "x"}])  # fmt: skip
+    assert w.read_comment_thread("notes/moved", "usage")["comments"][0]["text"] == "along"
+    assert not host.storage.exists(dom.record_path("notes/guide"))
+
+
 def test_a_move_merges_with_comments_left_by_a_deleted_page(host: Host) -> None:
     w = host.wiki(ANA)
     w.save_page("notes/old", body="# Install\n\nx\n")
