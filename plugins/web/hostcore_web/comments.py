@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import quote
 
 from flask import abort, get_template_attribute, redirect, request
 
@@ -99,7 +100,7 @@ def with_threads(body: render.Rendered, slug: str, wiki: Any, threads: PageThrea
 
 def _back(slug: str, section_id: str) -> Any:
     anchor = "comments-" + section_id.replace("~", "-")
-    return redirect(f"{render.page_href(slug)}?thread={section_id}#{anchor}", 303)
+    return redirect(f"{render.page_href(slug)}?thread={quote(section_id)}#{quote(anchor)}", 303)
 
 
 @bp.route("/_/comments/<path:slug>", methods=["POST"])
