@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from typing_extensions import TypedDict
 
+from hostcore.domain import comments
 from hostcore.domain.attachments import attachment_path, attachment_url, files_folder, rewrite_attachment_links
 from hostcore.domain.pages import (
     Page,
@@ -122,7 +123,19 @@ class LinksMixin(PagesMixin):
             moved_path = new_folder + path[len(old_folder) :]
             ops += [Put(moved_path, self.storage.read(path), expect=None), Delete(path, expect=digest)]
             moves.append((path, moved_path))
+        ops += self._comments_moving(page.slug, new.slug)
         return Plan("page_moved", new, page, ops, moves)
+
+    def _comments_moving(self, slug: str, new_slug: str) -> list[Operation]:
+        """The operations that take ``slug``'s comments to ``new_slug`` (merged with any left there
+        by a page deleted at that slug): none when it has none."""
+        old_path, new_path = comments.record_path(slug), comments.record_path(new_slug)
+        old_hash = self.storage.hash(old_path)
+        if old_hash is None:
+            return []
+        there_hash = self.storage.hash(new_path)
+        moved = comments.moved(self.storage.read(old_path), self.storage.read(new_path) if there_hash else None, new_slug)
+        return [Put(new_path, moved, expect=there_hash), Delete(old_path, expect=old_hash)]
 
     def _check_movable(self, slug: str, new_slug: str, field: str) -> None:
         if slug == _index_page(self, namespace_of(slug)):
@@ -235,6 +248,12 @@ class LinksMixin(PagesMixin):
         check_namespace(namespace, "namespace")
         self.principal.require_namespace(namespace, "namespace")
         return self.host.indexes.link_graph().pages_in(namespace)
+
+    def page_titles(self, slugs: list[str]) -> dict[str, str]:
+        """Slug -> title of those of ``slugs`` that are pages the caller may read, from the link graph (no page is read)."""
+        self.principal.require("read")
+        readable = [s for s in slugs if "/" in s and self.principal.can_access(s.split("/", 1)[0])]
+        return {slug: title for slug, (title, _tags) in self.host.indexes.link_graph().facts(readable).items()}
 
     def pages_existing(self, slugs: list[str]) -> set[str]:
         """Those of ``slugs`` that are pages the caller may read (a page it may not read counts as missing)."""

@@ -4,7 +4,7 @@ A :class:`Wiki` is bound to one principal. MCP tools, web views and CLI commands
 methods; none of them checks access, validates input or compares hashes on its own (what they
 may let through at all, and how often, is :mod:`hostcore.service.policy`'s). Each family of
 operations (pages, namespaces, links, history, search, documents, attachments, sections,
-changes, assistants, context) is a mixin in a module of its own over :class:`~hostcore.service.base.WikiBase`, and
+changes, assistants, context, comments) is a mixin in a module of its own over :class:`~hostcore.service.base.WikiBase`, and
 methods return the TypedDicts of the tool contract's results and raise ``hostcore.errors``.
 
 Every operation and helper is defined in exactly one family: no family overrides another's (no
@@ -26,6 +26,7 @@ from hostcore.service.blame import BlameMixin
 from hostcore.service.change_requests import ChangeRequestsMixin
 from hostcore.service.change_review import ChangeReviewMixin
 from hostcore.service.changes import ChangesMixin
+from hostcore.service.comments import CommentsMixin
 from hostcore.service.context import ContextMixin
 from hostcore.service.documents import DocumentsMixin
 from hostcore.service.history import HistoryMixin
@@ -39,7 +40,8 @@ from hostcore.service.undo import UndoMixin
 
 
 class Wiki(
-    UndoMixin, BlameMixin, AssistantsMixin, ChangeReviewMixin, ChangeRequestsMixin, ChangesMixin, ContextMixin, LinksMixin,
-    PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin, ActivityMixin, NamespaceRemovalMixin,
+    UndoMixin, BlameMixin, AssistantsMixin, ChangeReviewMixin, ChangeRequestsMixin, CommentsMixin, ChangesMixin, ContextMixin,
+    LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin,
+    ActivityMixin, NamespaceRemovalMixin,
 ):
     """The wiki as one principal may see and change it: every operation of the service layer."""

@@ -39,7 +39,8 @@ from typing import Any, Protocol
 import click
 from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from flask import Blueprint, Flask, redirect, render_template, request
+from flask import Blueprint, Flask, redirect, render_template, request, url_for
+from markupsafe import Markup
 
 from hostcore import (
     LOGIN_PATH,
@@ -354,8 +355,13 @@ def register_routes(app: Flask, host: PluginHost) -> None:
     )  # fmt: skip
 
     def page(target: str, name: str, error: str | None, who: Principal | None = None) -> str:
+        """The sign-in page: in the site's frame (its header) when a plugin gives one, else a page of its own."""
         options = [option for found in host.pm.hook.sign_in_options(host=host) for option in found or ()]
-        return render_template("accounts/login.html", next=target, name=name, error=error, who=who, sign_in_options=options)
+        context = {"next": target, "name": name, "error": error, "who": who, "sign_in_options": options}
+        main = Markup(render_template("accounts/login_card.html", **context))  # Jinja escaped what the template holds
+        head = Markup('<link rel="stylesheet" href="{}">').format(url_for("accounts.static", filename="signin.css"))
+        framed = host.pm.hook.frame_page(title="Sign in", main=main, head=head, host=host)
+        return str(framed) if framed is not None else render_template("accounts/login.html", **context)
 
     @pages.route(LOGIN_PATH, methods=["GET", "POST"])
     def login() -> Any:

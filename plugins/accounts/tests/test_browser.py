@@ -29,15 +29,16 @@ def sign_in(driver, name: str, password: str) -> None:
     driver.find_element(By.ID, "name").clear()
     driver.find_element(By.ID, "name").send_keys(name)
     driver.find_element(By.ID, "password").send_keys(password)
-    driver.click_and_wait(driver.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    driver.click_and_wait(driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(.secondary)"))
 
 
 def test_sign_in_refuses_a_wrong_password_then_signs_in_and_out(browser, served):
     base, password = served
     browser.get(base + "/_/login?next=/_/login")
-    assert browser.title == "Sign in · hostcore"
+    assert browser.title == "Sign in"
+    assert browser.find_element(By.CSS_SELECTOR, "header.site a.brand").text == "Wiki"  # in the site's frame, its header on top
     # the stylesheet loaded under the page's CSP (the button is styled, not the browser's grey)
-    button = browser.find_element(By.CSS_SELECTOR, "button[type=submit]")
+    button = browser.find_element(By.CSS_SELECTOR, "main button[type=submit]")
     assert button.value_of_css_property("background-color") == "rgba(31, 95, 191, 1)"
     browser.screenshot("accounts-sign-in")
 

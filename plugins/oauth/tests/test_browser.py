@@ -35,7 +35,7 @@ def test_sign_in_approve_one_namespace_see_the_app_and_disconnect(browser, serve
     browser.find_element(By.ID, "name").send_keys("ann")
     browser.find_element(By.ID, "password").send_keys(PASSWORD)
     browser.screenshot("oauth-1-sign-in")
-    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(.secondary)"))
 
     assert urlsplit(browser.current_url).path == "/_/oauth/authorize"
     assert browser.find_element(By.ID, "app-name").text == "Browser Test App"

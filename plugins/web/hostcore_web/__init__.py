@@ -20,7 +20,7 @@ from hostcore import PluginHost, hookimpl
 
 @hookimpl
 def register_routes(app: Any, host: PluginHost) -> None:
-    from . import account, attachments, editor, namespace_admin, review, section_edit, views  # noqa: F401  (these modules add their routes to the blueprint)
+    from . import account, attachments, comments, editor, namespace_admin, review, section_edit, views  # noqa: F401  (these modules add their routes to the blueprint)
     from .template_cache import TemplateCache
 
     app.url_map.converters["ns"] = views.NamespaceConverter

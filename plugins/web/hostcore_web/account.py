@@ -19,7 +19,8 @@ from flask import abort, redirect, request, session, url_for
 import hostcore
 from hostcore import SCOPES, HostcoreError, Principal, RateLimited, ServiceKey, ValidationError, check_csrf
 
-from .access import SignInFirst, host, viewer
+from . import words
+from .access import SignInFirst, host, reader, viewer
 from .views import bp, page
 
 BROWSERS = (("Edg/", "Edge"), ("OPR/", "Opera"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"),
@@ -183,7 +184,9 @@ def activity() -> Any:
         found, agents, error = {"records": [], "more": False, "next_cursor": None}, [], str(exc)
     kept: dict[str, Any] = {k: v for k, v in asked.items() if v}
     older = url_for("web.activity", **kept, cursor=found["next_cursor"]) if found["more"] else None
-    return account_page("activity.html", person, "Activity", 400 if error else 200, records=found["records"],
+    title_of, _heading_of = words.lookups(host().wiki(reader(person)), [s for r in found["records"] for s in r["slugs"]])
+    records = [{**r, "words": words.activity_line(r, title_of)} for r in found["records"]]
+    return account_page("activity.html", person, "Activity", 400 if error else 200, records=records,
                         sessions=agents, asked=asked, older=older, error=error, everyone=wiki.sees_all_activity())  # fmt: skip
 
 

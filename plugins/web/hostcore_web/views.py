@@ -31,7 +31,7 @@ from hostcore import (
     serving_headers,
 )
 
-from . import access, assets, diffs, navigation, render, sections, widgets
+from . import access, assets, diffs, navigation, render, sections, widgets, words
 from .access import SignInFirst, host, require_reader, require_writer
 
 log = logging.getLogger("hostcore.web")
@@ -402,9 +402,15 @@ def read(namespace: str, rest: str) -> Any:
         files = listing(wiki, slug)
     if access.may_write(person, namespace) and not revision and not section:
         body = sections.with_edit_links(body, slug, wiki, window["hash"])
+    threads = None
+    if not revision and not section:
+        from .comments import threads_of, with_threads
+
+        threads = threads_of(reader, person, slug)
+        body = with_threads(body, slug, wiki, threads)
     html = page(
         "page.html", namespace, person=person, slug=slug, doc=window, body=body, title_anchor=title_anchor,
-        revision=window.get("revision"), files=files,
+        revision=window.get("revision"), files=files, threads=threads,
         section=window.get("section"), title=window["title"], can_write=access.may_write(person, namespace),
         preview=body.image,
     )  # fmt: skip
@@ -461,8 +467,9 @@ def changes(namespace: str | None = None) -> Any:
         reader = access.reader(person)
         if person is None and not reader.namespaces:
             return hostcore.login_redirect()
-    commits = decorate(host().wiki(reader).recent_changes(100)["commits"])
-    return page("changes.html", namespace, person=person, commits=commits, title="Recent changes")
+    wiki = host().wiki(reader)
+    commits, filters = words.described(wiki, decorate(wiki.recent_changes(100)["commits"]), request.args)
+    return page("changes.html", namespace, person=person, commits=commits, filters=filters, title="Recent changes")
 
 
 @bp.route("/_/history/<path:slug>")
@@ -479,8 +486,10 @@ def history(slug: str) -> Any:
         current_hash = wiki.read_page(slug, None, 0, 1)["hash"]
     except NotFound:
         current_hash = ""  # deleted: restoring brings it back
-    return page("history.html", namespace, person=person, slug=slug, history=result, title=f"History of {slug}",
-                can_write=access.may_write(person, namespace), current_hash=current_hash)  # fmt: skip
+    described, filters = words.described(wiki, [dict(c) for c in result["commits"]], request.args)
+    return page("history.html", namespace, person=person, slug=slug, history={**result, "commits": described},
+                title=f"History of {slug}", can_write=access.may_write(person, namespace), current_hash=current_hash,
+                filters=filters)  # fmt: skip
 
 
 @bp.route("/_/blame/<path:slug>")

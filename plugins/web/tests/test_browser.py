@@ -119,7 +119,7 @@ def sign_in(browser: Any, served: Served, next_path: str = "/") -> None:
     browser.get(f"{served.base}/_/login?next={next_path}")
     browser.find_element(By.ID, "name").send_keys("admin")
     browser.find_element(By.ID, "password").send_keys(served.password)
-    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(.secondary)"))
 
 
 def loaded(browser: Any, selector: str) -> int:
@@ -226,7 +226,8 @@ def test_browse_a_namespace_with_widgets(browser, served):
     browser.get(served.base + "/")
     browser.screenshot("web-home")
     browser.get(served.base + "/_/changes")
-    assert "notes/guide" in browser.find_element(By.TAG_NAME, "main").text
+    assert "hostcore saved Guide" in browser.find_element(By.TAG_NAME, "main").text  # in words, the page by its title
+    assert browser.find_elements(By.CSS_SELECTOR, "main a[href='/notes/guide']")
     browser.screenshot("web-changes")
 
 
@@ -402,10 +403,12 @@ def test_the_sign_in_consent_and_connected_apps_pages(browser, served):
         "resource": served.base + "/_/mcp", "code_challenge": challenge, "code_challenge_method": "S256"})  # fmt: skip
     browser.get(served.base + authorize)
     assert browser.current_url.startswith(served.base + "/_/login?next=")
+    header = browser.find_element(By.CSS_SELECTOR, "header.site")  # the sign-in page sits in the site's frame too
+    assert header.value_of_css_property("display") == "flex" and header.find_element(By.CSS_SELECTOR, "nav.who a").text == "Sign in"
     browser.screenshot("web-login")
     browser.find_element(By.ID, "name").send_keys("admin")
     browser.find_element(By.ID, "password").send_keys(served.password)
-    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(.secondary)"))
     assert browser.find_element(By.ID, "app-name").text == "Notes Assistant"
     site_header(browser)  # the consent page sits in the site's frame, like every other page
     browser.screenshot("web-authorize")
@@ -486,7 +489,7 @@ def test_change_a_password_and_every_other_session_ends(browser, served):
     browser.get(f"{served.base}/_/login?next=/_/account/password")
     browser.find_element(By.ID, "name").send_keys("pat")
     browser.find_element(By.ID, "password").send_keys(password)
-    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "form button[type=submit]:not(.secondary)"))
+    browser.click_and_wait(browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]:not(.secondary)"))
     browser.find_element(By.ID, "current-password").send_keys(password)
     browser.find_element(By.ID, "new-password").send_keys("the second password of pat")
     browser.find_element(By.ID, "repeat-password").send_keys("the second password of pat")
