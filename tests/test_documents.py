@@ -541,9 +541,11 @@ def test_similar_pages_are_the_nearest_in_meaning(docs):
 
 def test_search_ranks_words_and_meaning_together_for_plain_words(docs):
     reader = docs.wiki(principal("read"))
-    assert reader.search("beans")["hits"][0]["slug"] == "notes/plan"
+    beans = reader.search("beans")["hits"]
+    assert beans[0]["slug"] == "notes/plan" and beans[0]["found_by"] in ("words", "words and meaning")
     found = reader.search("resting feline grooming")  # no page holds all three words: meaning finds them
     assert found["hits"][0]["slug"] in ("notes/cats", "notes/kittens")
+    assert {h["found_by"] for h in found["hits"]} == {"meaning"}
     assert [r["id"] for r in found["results"][: len(found["hits"])]] == [h["slug"] for h in found["hits"]]
     assert found["hits"][0]["snippet"].startswith(("Felines", "A young cat"))  # no word to mark: the page's start
     assert reader.search("beans NOT tomatoes")["results"] == []  # operators: words only, meaning cannot honour them

@@ -45,6 +45,7 @@ class Hit(TypedDict):
     tags: list[str]
     snippet: str
     score: float
+    found_by: str  # "words", "meaning" or "words and meaning"
 
 
 class Result(TypedDict):
@@ -150,12 +151,14 @@ class SearchMixin(DocumentsMixin):
         assert backend is not None
         passages = self.host.indexes.passages
         if passages is not None and passages.embedder is not None and fuses(query):
-            found, more, by_words = self._fused(backend, query, scope, filters, offset, limit)
+            found, more, how = self._fused(backend, query, scope, filters, offset, limit)
         else:
             page = backend.search(query, namespaces=scope, offset=offset, limit=limit, filters=filters)
-            found, more, by_words = list(page.hits), page.more, bool(page.hits)
+            found, more, how = list(page.hits), page.more, {h.slug: "words" for h in page.hits}
+        by_words = any(way != "meaning" for way in how.values())
         hits: list[Hit] = [
-            {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4)} for h in found
+            {"slug": h.slug, "title": h.title, "tags": list(h.tags), "snippet": h.snippet, "score": round(h.score, 4), "found_by": how[h.slug]}
+            for h in found
         ]
         results = [Result(id=h["slug"], title=h["title"], url=self.page_url(h["slug"])) for h in hits]
         if offset == 0 and plain_words(query) and not filters:  # meaning cannot honour operators
@@ -170,9 +173,9 @@ class SearchMixin(DocumentsMixin):
 
     def _fused(
         self, backend: SearchBackend, query: str, scope: frozenset[str] | None, filters: SearchFilters, offset: int, limit: int
-    ) -> tuple[list[SearchHit], bool, bool]:
+    ) -> tuple[list[SearchHit], bool, dict[str, str]]:
         """Hits ranked by keyword and meaning together: (this page's hits, whether more follow,
-        whether words found any page).
+        how each was found: "words", "meaning" or "words and meaning").
 
         The first places fuse the backend's FUSE_DEPTH best hits with the FUSE_DEPTH pages nearest
         in meaning at least the embedder's ``relevant`` similarity (the relevance floor) and passing
@@ -183,11 +186,13 @@ class SearchMixin(DocumentsMixin):
         pages through the same order."""
         words = backend.search(query, namespaces=scope, offset=0, limit=FUSE_DEPTH, filters=filters)
         by_words = {h.slug: h for h in words.hits}
-        near = [n for n in self._pages_by_meaning(self.host.indexes.passage_index(), query, scope, FUSE_DEPTH) if n.slug not in by_words]
-        near = self._passing(near, filters)
+        near = self._pages_by_meaning(self.host.indexes.passage_index(), query, scope, FUSE_DEPTH)
+        passing = {n.slug for n in self._passing([n for n in near if n.slug not in by_words], filters)}
+        near = [n for n in near if n.slug in by_words or n.slug in passing]  # the engine's hits passed the filters
         titled = [h for h in words.hits if title_holds(h.title, query)]
         fused: dict[str, float] = {}
-        for ranking in ([h.slug for h in words.hits if h not in titled], [n.slug for n in near]):
+        placed = {h.slug for h in titled}
+        for ranking in ([h.slug for h in words.hits if h.slug not in placed], [n.slug for n in near if n.slug not in placed]):
             for rank, slug in enumerate(ranking):
                 fused[slug] = fused.get(slug, 0.0) + 1 / (RRF_K + rank + 1)
         nearest = {n.slug: n for n in near}
@@ -207,7 +212,9 @@ class SearchMixin(DocumentsMixin):
                 if not batch.more:
                     break
         ranked = first + rest
-        return ranked[offset : offset + limit], len(ranked) > offset + limit, bool(words.hits)
+        close, worded = {n.slug for n in near}, set(by_words) | {h.slug for h in rest}
+        how = {h.slug: ("words and meaning" if h.slug in close else "words") if h.slug in worded else "meaning" for h in ranked}
+        return ranked[offset : offset + limit], len(ranked) > offset + limit, how
 
     def _passing(self, near: list[Near], filters: SearchFilters) -> list[Near]:
         """The pages of ``near`` that pass ``filters``: their tags, last author and time as the

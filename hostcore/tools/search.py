@@ -46,8 +46,9 @@ def search(
     matches rank above body matches. When the wiki has an embedder, a query of plain words naming
     no code or identifier ranks by keyword and meaning together: hits may then include pages near
     the query in meaning that miss some word (above a relevance floor; their snippet is the start
-    of the page), and score is the fused rank's (higher is better). Each hit has slug, title, tags, score and a snippet of escaped
-    HTML with <mark> around matches; results repeats each hit as {id, title, url} for ChatGPT-style
+    of the page), and score is the fused rank's (higher is better). Each hit has slug, title, tags,
+    score, found_by ("words", "meaning" or "words and meaning") and a snippet of escaped HTML with
+    <mark> around matches; results repeats each hit as {id, title, url} for ChatGPT-style
     connectors (pass id to fetch); on the first page, when document search is on, results also
     lists the pages nearest in meaning when no page matches every word, and up to 5 attachments
     whose passages match best (id: the attachment's URL path). When more is true, pass next_offset as offset, or narrow the query
