@@ -589,6 +589,22 @@ def test_fused_paging_is_the_same_in_another_process(doc_host, tmp_path):
         other.close()
 
 
+def test_paging_past_the_fused_places_goes_on_in_the_engines_order(doc_host):
+    admin = doc_host.wiki(SYSTEM)
+    admin.apply_changes([{"op": "save", "slug": f"notes/n{i:02d}", "title": f"N{i}", "body": f"zebra number {i}"} for i in range(60)])
+    indexed(doc_host)
+    reader = doc_host.wiki(principal("read"))
+    pages, offset, scores = [], 0, []
+    while offset is not None:
+        got = reader.search("zebra", offset=offset, limit=7)
+        pages += [h["slug"] for h in got["hits"]]
+        scores += [h["score"] for h in got["hits"]]
+        offset = got["next_offset"]
+    words = [p for p in pages if p.startswith("notes/n")]
+    assert sorted(words) == [f"notes/n{i:02d}" for i in range(60)] and len(set(pages)) == len(pages)
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_meaning_hits_pass_the_filters_too(doc_host):
     admin = doc_host.wiki(SYSTEM)
     admin.save_page("notes/cats", admin.read_page("notes/cats")["hash"], title="Cats",

@@ -197,24 +197,27 @@ class SearchMixin(DocumentsMixin):
                 fused[slug] = fused.get(slug, 0.0) + 1 / (RRF_K + rank + 1)
         nearest = {n.slug: n for n in near}
         order = sorted(fused, key=lambda slug: (-fused[slug], slug not in by_words, slug))  # a tie: words' find first
-        first = [replace(h, score=1.0 - i / 1000) for i, h in enumerate(titled)]  # above any fused score (at most 2 / (RRF_K + 1))
-        for slug in order:
-            hit = by_words.get(slug)
-            first.append(replace(hit, score=fused[slug]) if hit is not None else self._meaning_hit(nearest[slug], fused[slug]))
+        # (slug, score, the engine's hit): a page found by meaning alone gets its hit only when shown
+        first: list[tuple[str, float, SearchHit | None]] = [(h.slug, 1.0 - i / 1000, h) for i, h in enumerate(titled)]
+        first += [(slug, fused[slug], by_words.get(slug)) for slug in order]  # title matches score above any fused (at most 2 / (RRF_K + 1))
         wanted = offset + limit + 1
         rest: list[SearchHit] = []
         if wanted > len(first) and words.more:
-            shown, at = {h.slug for h in first}, FUSE_DEPTH
+            shown, at = {slug for slug, _, _ in first}, FUSE_DEPTH
             while len(first) + len(rest) < wanted:
                 batch = backend.search(query, namespaces=scope, offset=at, limit=CONTINUE_BATCH, filters=filters)
                 rest += [h for h in batch.hits if h.slug not in shown]
                 at += len(batch.hits)
                 if not batch.more:
                     break
-        ranked = first + rest
+        ranked = first + [(h.slug, 1 / (RRF_K + FUSE_DEPTH + i + 1), h) for i, h in enumerate(rest)]  # below every fused score
+        page = [
+            replace(hit, score=score) if hit is not None else self._meaning_hit(nearest[slug], score)
+            for slug, score, hit in ranked[offset : offset + limit]
+        ]
         close, worded = {n.slug for n in near}, set(by_words) | {h.slug for h in rest}
-        how = {h.slug: ("words and meaning" if h.slug in close else "words") if h.slug in worded else "meaning" for h in ranked}
-        return ranked[offset : offset + limit], len(ranked) > offset + limit, how
+        how = {h.slug: ("words and meaning" if h.slug in close else "words") if h.slug in worded else "meaning" for h in page}
+        return page, len(ranked) > offset + limit, how
 
     def _passing(self, near: list[Near], filters: SearchFilters) -> list[Near]:
         """The pages of ``near`` that pass ``filters``: their tags, last author and time as the
