@@ -311,6 +311,30 @@ def test_draft_page_follows_the_namespaces_template_and_guide(wiki_app):
     assert refused["code"] == -32602 and refused["data"]["code"] == "insufficient_scope"
 
 
+def test_review_change_request_shows_the_diffs_and_leaves_the_decision_to_the_person(wiki_app):
+    system = wiki_app.extensions["hostcore"].wiki(SYSTEM)
+    page = system.read_page("notes/p1")
+    edit = {"op": "edit", "slug": "notes/p1", "basehash": page["hash"], "edits": [{"oldText": "body 1", "newText": "body one"}]}
+    made = system.create_change_request([edit], "Spell out one", "numbers read better as words")
+    got = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": made["id"]}}, "read")["result"]
+    ask, details = got["messages"]
+    text = ask["content"]["text"]
+    assert made["id"] in text and "Spell out one" in text and "risk structural" in text and "Never decide for them" in text
+    review = details["content"]["resource"]
+    assert review["uri"] == f"hostcore://change-request/{made['id']}" and "numbers read better as words" in review["text"]
+    assert "-body 1" in review["text"] and "+body one" in review["text"]
+    hidden = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": made["id"]}}, "team")["error"]
+    assert hidden["code"] == -32602 and hidden["data"]["code"] == "not_found"  # a request touching notes is not shown to team
+    bad = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": "nope"}}, "read")["error"]
+    assert bad["data"]["code"] == "validation_error" and bad["data"]["field"] == "id"
+    ref = {"type": "ref/prompt", "name": "review_change_request"}
+    completed = rpc(wiki_app, "completion/complete", {"ref": ref, "argument": {"name": "id", "value": "cr-"}}, "read")["result"]
+    assert completed["completion"]["values"] == [made["id"]]
+    system.reject_change_request(made["id"], "not now")
+    done = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": made["id"]}}, "read")["result"]
+    assert "cannot be applied as it is (state rejected)" in done["messages"][0]["content"]["text"]
+
+
 def test_page_and_namespace_arguments_complete_from_what_the_caller_may_read(wiki_app):
     def complete(ref: dict[str, str], name: str, value: str, token: str) -> dict[str, Any]:
         params = {"ref": ref, "argument": {"name": name, "value": value}}
