@@ -235,6 +235,25 @@ def test_resources_list_pages_by_cursor_and_keeps_to_the_callers_namespaces(wiki
     assert bad["code"] == -32602 and "cursor" in bad["message"]
 
 
+def test_resources_list_goes_on_with_the_attachments_text_the_caller_may_read(wiki_app, monkeypatch):
+    monkeypatch.setattr(endpoint, "RESOURCES_PAGE", 3)
+    host = wiki_app.extensions["hostcore"]
+    system = host.wiki(SYSTEM)
+    for slug, filename in (("notes/p1", "b.txt"), ("notes/p1", "a.txt"), ("team/plan", "memo.txt")):
+        system._store_attachment(slug, filename, f"words of {filename}\n".encode())
+    host.indexes.wait()
+    pages = [f"hostcore://page/notes/p{i}" for i in range(7)] + ["hostcore://page/team/plan"]
+    files = ["hostcore://attachment/notes/p1/a.txt", "hostcore://attachment/notes/p1/b.txt", "hostcore://attachment/team/plan/memo.txt"]
+    assert list_all(wiki_app, "read") == pages + files
+    assert list_all(wiki_app, "team") == ["hostcore://page/team/plan", "hostcore://attachment/team/plan/memo.txt"]
+    listed = {r["uri"]: r for r in rpc(wiki_app, "resources/list", {}, "team")["result"]["resources"]}
+    memo = listed["hostcore://attachment/team/plan/memo.txt"]
+    assert (memo["name"], memo["title"], memo["mimeType"]) == ("team/plan/memo.txt", "memo.txt", "text/plain")
+    assert memo["_meta"]["hash"] == system.read_attachment("team/plan", "memo.txt")["hash"]
+    read = rpc(wiki_app, "resources/read", {"uri": memo["uri"]}, "team")["result"]["contents"][0]
+    assert read["text"] == "words of memo.txt\n"
+
+
 def test_resources_list_lists_only_readable_namespaces_of_many(wiki_app, monkeypatch):
     """A namespace-limited token's listing is the namespace's range of the slug index, ordered as
     slugs sort even where namespace names do not ('a-b/x' < 'a/x')."""

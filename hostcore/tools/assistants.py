@@ -110,6 +110,15 @@ def attachment(slug: str, filename: str, *, wiki: Wiki) -> ResourceText:
                                             "media_type": read["media_type"], "size": read["size"]})  # fmt: skip
 
 
+@attachment.lists
+def attachments(after: str, limit: int, *, wiki: Wiki) -> list[ResourceEntry]:
+    start = after.removeprefix(ATTACHMENT_URI) if after.startswith(ATTACHMENT_URI) else ""
+    return [
+        ResourceEntry(f"{ATTACHMENT_URI}{slug}/{filename}", f"{slug}/{filename}", title=filename, mime_type="text/plain", meta={"hash": digest})
+        for slug, filename, digest in wiki.attachment_listing(start, limit)
+    ]
+
+
 PromptSlug = Annotated[str, Field(description="the page, in namespace/page form, e.g. notes/plan")]
 
 
