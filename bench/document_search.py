@@ -144,7 +144,8 @@ def quality(folder: Path, embedder: str) -> None:
                 ]
                 figures.append(recall(ranked, names))
             # pages: the search backend alone, meaning alone, both fused, and the search tool as it runs
-            pages_kw = [[h["slug"].split("/")[1] for h in wiki.search(q, limit=20)["hits"]] for q in queries]
+            backend = host.indexes.search_backend()
+            pages_kw = [[h.slug.split("/")[1] for h in backend.search(q, namespaces=None, limit=20).hits] for q in queries]
             pages_mn = [
                 [
                     n.slug.split("/")[1]

@@ -4,6 +4,17 @@ the document uses) and a reference code (``code(i)``, written at the document's 
 up by, as people look up an invoice or a part number; and queries on subjects no document is
 about, whose words no document holds (``UNRELATED``: a search should find nothing for them).
 ``check()`` holds the paraphrases and the unrelated queries to those rules.
+
+Run, it prints the table of the ``search`` tool's quality per query shape: recall@5 and nDCG@10
+(one relevant page per query) for paraphrases, exact words, codes and identifiers, misspellings
+(``misspelt``: the keyword with two letters swapped) and multi-word questions (``QUESTIONS``,
+which use some of the document's words among others), ranking by keyword only (the search
+backend), meaning only (the pages nearest in meaning, above the embedder's floor), both fused
+(reciprocal rank fusion, as search fuses them) and the tool as it runs (which fuses or not by the
+query's shape: :func:`hostcore.service.search.fuses`), over an instance made of the set, its
+distractors and ``--pages`` pages of filler, with the ``wordllama`` embedder.
+
+Usage: ``python bench/labelled_set.py [--pages 200]``.
 """
 
 from __future__ import annotations
@@ -183,6 +194,18 @@ UNRELATED: list[str] = [
     "zeppelin", "tattoo removal", "skateboard tricks", "archaeology excavation", "magnetic levitation",
     "embroidery", "cathedral architecture", "kangaroo", "sushi", "diamond", "robotics", "typewriter",
 ]  # fmt: skip
+# A question per document, in its order: some of its words among others (the AND of every word fails).
+QUESTIONS: list[str] = [
+    "how long should I bake the loaf", "what is the penalty for late income returns", "how does a kitten learn to hunt",
+    "when should I sow tomato seeds indoors", "how often should I change the engine oil", "how many hours of rest do adults need",
+    "how is espresso brewed", "who saved the penalty in the league match", "how do I install the package with pip",
+    "where is flooding forecast this weekend", "how should I practise scales", "how many carry-on bags does the airline allow",
+    "what did the physician prescribe for the infection", "where should I invest for retirement",
+    "where did the guests dance after the rings", "when did astronauts land on the lunar surface",
+    "when do pupils sit their final examinations", "what should I do if smoke fills the room", "how often should I walk the puppy",
+    "who became mayor after the count", "why do the corals bleach", "what boots to wear on the mountain trail",
+    "what did the artist apply to the canvas", "when is the blue bin collected",
+]  # fmt: skip
 _STOP = frozenset("the and for with that this from what when your into have does about".split())
 
 
@@ -213,3 +236,101 @@ def check() -> None:
             raise SystemExit(f"labelled set: the paraphrase of {name!r} shares {sorted(shared)} with it")
         if keyword.lower() not in text.lower():
             raise SystemExit(f"labelled set: the keyword of {name!r} is not in it")
+
+
+def misspelt(word: str) -> str:
+    """``word`` with its two middle letters swapped (or its last doubled when they are alike)."""
+    middle = len(word) // 2
+    swapped = word[: middle - 1] + word[middle] + word[middle - 1] + word[middle + 1 :]
+    return swapped if swapped != word else word + word[-1]
+
+
+def shapes() -> dict[str, list[str]]:
+    """The queries of each shape, one per document of SET, in its order."""
+    return {
+        "paraphrases": [row[2] for row in SET],
+        "exact words": [row[3] for row in SET],
+        "codes": [code(i) for i in range(len(SET))],
+        "misspellings": [misspelt(row[3]) for row in SET],
+        "questions": QUESTIONS,
+    }
+
+
+def recall_at(rankings: list[list[str]], wanted: list[str], k: int = 5) -> float:
+    return sum(w in r[:k] for r, w in zip(rankings, wanted, strict=True)) / len(wanted)
+
+
+def ndcg_at(rankings: list[list[str]], wanted: list[str], k: int = 10) -> float:
+    """nDCG@k with one relevant page per query: 1 / log2(rank + 1) when it is among the first k."""
+    import math
+
+    gains = [1 / math.log2(r.index(w) + 2) if w in r[:k] else 0.0 for r, w in zip(rankings, wanted, strict=True)]
+    return sum(gains) / len(wanted)
+
+
+def main() -> None:
+    import argparse
+    import os
+    import tempfile
+    from pathlib import Path
+    from unittest import mock
+
+    from hostcore import SYSTEM, create_app
+    from hostcore.service import search as search_service
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=200, help="filler pages beside the set and its distractors")
+    args = parser.parse_args()
+    check()
+    with tempfile.TemporaryDirectory() as tmp:
+        config = {"PLUGINS": ["git", "tokens", "sqlite", "wordllama"], "STORAGE": "git", "SEARCH": "sqlite",
+                  "EMBEDDER": "wordllama", "RATE_LIMITS": {"requests": "off", "writes": "off"}}  # fmt: skip
+        host = create_app(config, instance_path=Path(tmp)).extensions["hostcore"]
+        try:
+            wiki = host.wiki(SYSTEM)
+            wiki.save_namespace("bench", title="Bench")
+            for i, (name, *_) in enumerate(SET):
+                wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=document(i))
+            for name, text in DISTRACTORS:
+                wiki.save_page(f"bench/{name}", title=f"Note {name[:1].upper()}", body=text)
+            filler = [text for _, text, _, _ in SET] + [text for _, text in DISTRACTORS]
+            for n in range(args.pages):  # minutes of meetings quoting the set's sentences, shuffled
+                lines = ". ".join(sorted(filler[(n * 7 + j * 13) % len(filler)].split(". ")[0] for j in range(3)))
+                wiki.save_page(f"bench/minutes-{n}", title=f"Minutes {n}", body=f"The committee noted: {lines}.")
+            host.indexes.wait()
+            backend = host.indexes.search_backend()
+            passages = host.indexes.passage_index()
+            embedder = passages.embedder
+
+            def keyword(q: str) -> list[str]:
+                return [h.slug for h in backend.search(q, namespaces=None, limit=10).hits]
+
+            def meaning(q: str) -> list[str]:
+                return [n.slug for n in passages.nearest(embedder.embed_query(q), kind="page", namespaces=None, limit=10, least=embedder.relevant)]
+
+            def fused(q: str) -> list[str]:
+                with mock.patch.object(search_service, "fuses", lambda _q: search_service.plain_words(_q)):
+                    return [h["slug"] for h in wiki.search(q, limit=10)["hits"]]
+
+            def tool(q: str) -> list[str]:
+                return [h["slug"] for h in wiki.search(q, limit=10)["hits"]]
+
+            wanted = [f"bench/{name}" for name, *_ in SET]
+            modes = {"keyword": keyword, "meaning": meaning, "fused": fused, "search": tool}
+            load = os.getloadavg()
+            print(f"{len(SET)} labelled pages, {len(DISTRACTORS)} distractors, {args.pages} filler pages; wordllama;"
+                  f" load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")  # fmt: skip
+            print(f"{'shape':13} " + " ".join(f"{m + ' r@5':>13} {m + ' nDCG':>13}" for m in modes) + "  search fuses")
+            for shape, queries in shapes().items():
+                row = []
+                for rank in modes.values():
+                    rankings = [rank(q) for q in queries]
+                    row += [recall_at(rankings, wanted), ndcg_at(rankings, wanted)]
+                fuses = sum(search_service.fuses(q) for q in queries)
+                print(f"{shape:13} " + " ".join(f"{v:13.2f}" for v in row) + f"  {fuses}/{len(queries)}")
+        finally:
+            host.close()
+
+
+if __name__ == "__main__":
+    main()

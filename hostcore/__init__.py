@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
         parse_query,
         positive_leaves,
     )
+    from hostcore.domain.stemming import stem
     from hostcore.errors import (
         HTTP_STATUS,
         ConfigError,
@@ -82,7 +83,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.index import Changes, DerivedIndex
     from hostcore.seams.locks import FileLock
     from hostcore.seams.resources import ResourceEntry, ResourceText, prompt, resource
-    from hostcore.seams.search import SearchBackend, SearchDoc, SearchHit, SearchResults
+    from hostcore.seams.search import NO_FILTERS, SearchBackend, SearchDoc, SearchFilters, SearchHit, SearchResults
     from hostcore.seams.settings import Setting
     from hostcore.seams.shared import SharedState
     from hostcore.seams.sqlite import DerivedDB
@@ -128,7 +129,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.index": ("Changes", "DerivedIndex"),
     "hostcore.seams.locks": ("FileLock",),
     "hostcore.seams.resources": ("ResourceEntry", "ResourceText", "prompt", "resource"),
-    "hostcore.seams.search": ("SearchBackend", "SearchDoc", "SearchHit", "SearchResults"),
+    "hostcore.domain.stemming": ("stem",),
+    "hostcore.seams.search": ("NO_FILTERS", "SearchBackend", "SearchDoc", "SearchFilters", "SearchHit", "SearchResults"),
     "hostcore.seams.settings": ("Setting",),
     "hostcore.seams.shared": ("SharedState",),
     "hostcore.seams.sqlite": ("DerivedDB",),
@@ -175,6 +177,7 @@ __all__ = [
     "LOGOUT_PATH",
     "NAMESPACE_CHOICES",
     "NAMESPACE_DEFAULTS",
+    "NO_FILTERS",
     "SCOPES",
     "SYSTEM",
     "And",
@@ -215,6 +218,7 @@ __all__ = [
     "Revision",
     "SearchBackend",
     "SearchDoc",
+    "SearchFilters",
     "SearchHit",
     "SearchResults",
     "ServiceKey",
@@ -266,6 +270,7 @@ __all__ = [
     "sign_in",
     "sign_out",
     "split_attachment_url",
+    "stem",
     "tool",
     "unit_rows",
     "wal",

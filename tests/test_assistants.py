@@ -235,6 +235,25 @@ def test_resources_list_pages_by_cursor_and_keeps_to_the_callers_namespaces(wiki
     assert bad["code"] == -32602 and "cursor" in bad["message"]
 
 
+def test_resources_list_goes_on_with_the_attachments_text_the_caller_may_read(wiki_app, monkeypatch):
+    monkeypatch.setattr(endpoint, "RESOURCES_PAGE", 3)
+    host = wiki_app.extensions["hostcore"]
+    system = host.wiki(SYSTEM)
+    for slug, filename in (("notes/p1", "b.txt"), ("notes/p1", "a.txt"), ("team/plan", "memo.txt")):
+        system._store_attachment(slug, filename, f"words of {filename}\n".encode())
+    host.indexes.wait()
+    pages = [f"hostcore://page/notes/p{i}" for i in range(7)] + ["hostcore://page/team/plan"]
+    files = ["hostcore://attachment/notes/p1/a.txt", "hostcore://attachment/notes/p1/b.txt", "hostcore://attachment/team/plan/memo.txt"]
+    assert list_all(wiki_app, "read") == pages + files
+    assert list_all(wiki_app, "team") == ["hostcore://page/team/plan", "hostcore://attachment/team/plan/memo.txt"]
+    listed = {r["uri"]: r for r in rpc(wiki_app, "resources/list", {}, "team")["result"]["resources"]}
+    memo = listed["hostcore://attachment/team/plan/memo.txt"]
+    assert (memo["name"], memo["title"], memo["mimeType"]) == ("team/plan/memo.txt", "memo.txt", "text/plain")
+    assert memo["_meta"]["hash"] == system.read_attachment("team/plan", "memo.txt")["hash"]
+    read = rpc(wiki_app, "resources/read", {"uri": memo["uri"]}, "team")["result"]["contents"][0]
+    assert read["text"] == "words of memo.txt\n"
+
+
 def test_resources_list_lists_only_readable_namespaces_of_many(wiki_app, monkeypatch):
     """A namespace-limited token's listing is the namespace's range of the slug index, ordered as
     slugs sort even where namespace names do not ('a-b/x' < 'a/x')."""
@@ -309,6 +328,30 @@ def test_draft_page_follows_the_namespaces_template_and_guide(wiki_app):
     assert "notes/ideas/faster-saves" in text and "## Why\n\n## How" in text and "notes/guide" in text
     refused = rpc(wiki_app, "prompts/get", {"name": "draft_page", "arguments": {"namespace": "notes", "topic": "x"}}, "read")["error"]
     assert refused["code"] == -32602 and refused["data"]["code"] == "insufficient_scope"
+
+
+def test_review_change_request_shows_the_diffs_and_leaves_the_decision_to_the_person(wiki_app):
+    system = wiki_app.extensions["hostcore"].wiki(SYSTEM)
+    page = system.read_page("notes/p1")
+    edit = {"op": "edit", "slug": "notes/p1", "basehash": page["hash"], "edits": [{"oldText": "body 1", "newText": "body one"}]}
+    made = system.create_change_request([edit], "Spell out one", "numbers read better as words")
+    got = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": made["id"]}}, "read")["result"]
+    ask, details = got["messages"]
+    text = ask["content"]["text"]
+    assert made["id"] in text and "Spell out one" in text and "risk structural" in text and "Never decide for them" in text
+    review = details["content"]["resource"]
+    assert review["uri"] == f"hostcore://change-request/{made['id']}" and "numbers read better as words" in review["text"]
+    assert "-body 1" in review["text"] and "+body one" in review["text"]
+    hidden = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": made["id"]}}, "team")["error"]
+    assert hidden["code"] == -32602 and hidden["data"]["code"] == "not_found"  # a request touching notes is not shown to team
+    bad = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": "nope"}}, "read")["error"]
+    assert bad["data"]["code"] == "validation_error" and bad["data"]["field"] == "id"
+    ref = {"type": "ref/prompt", "name": "review_change_request"}
+    completed = rpc(wiki_app, "completion/complete", {"ref": ref, "argument": {"name": "id", "value": "cr-"}}, "read")["result"]
+    assert completed["completion"]["values"] == [made["id"]]
+    system.reject_change_request(made["id"], "not now")
+    done = rpc(wiki_app, "prompts/get", {"name": "review_change_request", "arguments": {"id": made["id"]}}, "read")["result"]
+    assert "cannot be applied as it is (state rejected)" in done["messages"][0]["content"]["text"]
 
 
 def test_page_and_namespace_arguments_complete_from_what_the_caller_may_read(wiki_app):

@@ -539,15 +539,81 @@ def test_similar_pages_are_the_nearest_in_meaning(docs):
         docs.wiki(principal("read", namespaces=["team"])).similar_pages("notes/cats")
 
 
-def test_search_hits_match_every_word_and_results_add_pages_by_meaning(docs):
+def test_search_ranks_words_and_meaning_together_for_plain_words(docs):
     reader = docs.wiki(principal("read"))
-    assert [h["slug"] for h in reader.search("beans")["hits"]] == ["notes/plan"]
-    found = reader.search("resting feline grooming")  # no page holds all three words
-    assert found["hits"] == [] and found["results"][0]["id"] in ("notes/cats", "notes/kittens")
+    beans = reader.search("beans")["hits"]
+    assert beans[0]["slug"] == "notes/plan" and beans[0]["found_by"] in ("words", "words and meaning")
+    found = reader.search("resting feline grooming")  # no page holds all three words: meaning finds them
+    assert found["hits"][0]["slug"] in ("notes/cats", "notes/kittens")
+    assert {h["found_by"] for h in found["hits"]} == {"meaning"}
+    assert [r["id"] for r in found["results"][: len(found["hits"])]] == [h["slug"] for h in found["hits"]]
+    assert found["hits"][0]["snippet"].startswith(("Felines", "A young cat"))  # no word to mark: the page's start
     assert reader.search("beans NOT tomatoes")["results"] == []  # operators: words only, meaning cannot honour them
     team = docs.wiki(principal("read", namespaces=["team"]))
     assert {r["id"] for r in team.search("resting feline grooming")["results"]} <= {"team/tax", "/_/files/team/tax/memo.txt"}
-    assert reader.search("resting feline grooming", offset=1)["results"] == []  # only the first page adds to results
+    later = reader.search("resting feline grooming", offset=1)
+    assert [h["slug"] for h in later["hits"]] == [h["slug"] for h in found["hits"][1:]]  # paging through the fused order
+    assert len(later["results"]) == len(later["hits"])  # only the first page adds attachments to results
+
+
+def test_a_title_match_ranks_above_what_meaning_adds(docs):
+    hits = docs.wiki(principal("read")).search("kittens")["hits"]
+    assert hits[0]["slug"] == "notes/kittens" and hits[0]["score"] == 1.0
+
+
+def test_codes_and_operators_rank_by_words_alone(docs, monkeypatch):
+    from hostcore.service import search as search_service
+
+    assert not search_service.fuses("QX1234") and not search_service.fuses("error E_42 in build") and not search_service.fuses("a OR b")
+    assert search_service.fuses("resting feline grooming") and search_service.fuses("how do I bake bread?")
+    assert docs.wiki(principal("read")).search("QX1234")["hits"] == []  # no page holds it: nothing near in meaning either
+
+
+def test_fused_paging_is_the_same_in_another_process(doc_host, tmp_path):
+    """A worker that remembers nothing pages through the same fused order."""
+    admin = doc_host.wiki(SYSTEM)
+    for i in range(12):
+        admin.save_page(f"notes/cat-{i}", title=f"Cat {i}", body=f"Felines number {i} sleep and groom; cats nap.")
+    indexed(doc_host)
+    whole = [h["slug"] for h in doc_host.wiki(principal("read")).search("sleepy felines", limit=50)["hits"]]
+    other = make_host(doc_host.instance_path)
+    try:
+        other.indexes.wait()
+        pages, offset = [], 0
+        while offset is not None:
+            got = other.wiki(principal("read")).search("sleepy felines", offset=offset, limit=3)
+            pages += [h["slug"] for h in got["hits"]]
+            offset = got["next_offset"]
+        assert pages == whole and len(set(pages)) == len(pages)
+    finally:
+        other.close()
+
+
+def test_paging_past_the_fused_places_goes_on_in_the_engines_order(doc_host):
+    admin = doc_host.wiki(SYSTEM)
+    admin.apply_changes([{"op": "save", "slug": f"notes/n{i:02d}", "title": f"N{i}", "body": f"zebra number {i}"} for i in range(60)])
+    indexed(doc_host)
+    reader = doc_host.wiki(principal("read"))
+    pages, offset, scores = [], 0, []
+    while offset is not None:
+        got = reader.search("zebra", offset=offset, limit=7)
+        pages += [h["slug"] for h in got["hits"]]
+        scores += [h["score"] for h in got["hits"]]
+        offset = got["next_offset"]
+    words = [p for p in pages if p.startswith("notes/n")]
+    assert sorted(words) == [f"notes/n{i:02d}" for i in range(60)] and len(set(pages)) == len(pages)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_meaning_hits_pass_the_filters_too(doc_host):
+    admin = doc_host.wiki(SYSTEM)
+    admin.save_page("notes/cats", admin.read_page("notes/cats")["hash"], title="Cats",
+                    body="Felines sleep most of the day and groom their fur.", tags=["pets"])  # fmt: skip
+    indexed(doc_host)
+    reader = doc_host.wiki(principal("read"))
+    assert [h["slug"] for h in reader.search("resting feline grooming", tags=["pets"])["hits"]] == ["notes/cats"]
+    assert reader.search("resting feline grooming", before="2000-01-01")["hits"] == []
+    assert reader.search("resting feline grooming", author="nobody")["hits"] == []
 
 
 def test_chatgpt_search_and_fetch_reach_attachments(docs):
@@ -602,7 +668,10 @@ def counting_host(instance: Path) -> Host:
     return create_app(config, instance_path=instance, plugins=[CountingPlugin()]).extensions["hostcore"]
 
 
-def test_a_wiki_without_attachments_never_searches_their_passages(tmp_path):
+def test_a_wiki_without_attachments_never_searches_their_passages(tmp_path, monkeypatch):
+    from hostcore.service import search as search_service
+
+    monkeypatch.setattr(search_service, "fuses", lambda query: False)  # pages by words: meaning is asked for attachments only
     host = counting_host(tmp_path / "instance")
     try:
         admin = host.wiki(SYSTEM)

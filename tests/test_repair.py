@@ -32,6 +32,7 @@ from hostcore.host.host import Host
 from hostcore.indexes.search_index import doc_of
 from hostcore.testing import stop_process_group
 from hostcore.testing.servers import start_process_group
+from hostcore_tantivy import FORMAT as TANTIVY_FORMAT
 
 from .test_search import push_from_outside
 
@@ -138,14 +139,14 @@ def test_a_deleted_link_graph_is_found_with_storage_without_versions(tmp_path: P
 def test_overwritten_tantivy_files_are_set_aside_and_rebuilt_at_once(app: Flask, instance: Path, caplog) -> None:
     host: Host = app.extensions["hostcore"]
     wiki = host.wiki(SYSTEM)
-    for file in (instance / "search" / "tantivy-v1").iterdir():
+    for file in (instance / "search" / f"tantivy-v{TANTIVY_FORMAT}").iterdir():
         if file.is_file():
             file.write_bytes(b"garbage" * 100)
     with rebuilt_elsewhere(host.search.rebuild):
         unavailable(lambda: wiki.search("word7"), "after damage")
         assert [state["index"] for state in wiki.health()["rebuilding"]] == ["search index"]
     assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
-    assert len(list((instance / "search").glob("tantivy-v1.damaged-*"))) == 1
+    assert len(list((instance / "search").glob(f"tantivy-v{TANTIVY_FORMAT}.damaged-*"))) == 1
     quiet(caplog)
 
 
@@ -153,7 +154,7 @@ def test_a_deleted_tantivy_folder_is_rebuilt_not_answered_from_empty(app: Flask,
     host: Host = app.extensions["hostcore"]
     wiki = host.wiki(SYSTEM)
     assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
-    shutil.rmtree(instance / "search" / "tantivy-v1")
+    shutil.rmtree(instance / "search" / f"tantivy-v{TANTIVY_FORMAT}")
     with rebuilt_elsewhere(host.search.rebuild):
         unavailable(lambda: wiki.search("word7"), MISSING)
     assert [h["slug"] for h in wiki.search("word7")["hits"]] == ["notes/p7"]
@@ -163,7 +164,7 @@ def test_a_deleted_tantivy_folder_is_rebuilt_not_answered_from_empty(app: Flask,
 def test_a_damaged_tantivy_storage_version_means_compare_with_storage_once(app: Flask, instance: Path, tmp_path, caplog) -> None:
     host: Host = app.extensions["hostcore"]
     wiki = host.wiki(SYSTEM)
-    version = instance / "search" / "tantivy-v1.storage-version"
+    version = instance / "search" / f"tantivy-v{TANTIVY_FORMAT}.storage-version"
     version.write_bytes(b"\xff\xfe\x00garbage")
     push_from_outside(host, tmp_path, {"notes/outside.md": "pulsar from a clone\n"})
     for _ in range(2):
@@ -174,7 +175,7 @@ def test_a_damaged_tantivy_storage_version_means_compare_with_storage_once(app: 
             found = wiki.search("pulsar")
         assert [h["slug"] for h in found["hits"]] == ["notes/outside"]
     assert version.read_text() == host.storage.version()
-    assert len(list(version.parent.glob("tantivy-v1.storage-version.damaged-*"))) == 1
+    assert len(list(version.parent.glob(f"tantivy-v{TANTIVY_FORMAT}.storage-version.damaged-*"))) == 1
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "storage-version" in r.getMessage()]
     assert len(warnings) == 1, warnings
     quiet(caplog)
@@ -184,7 +185,7 @@ def test_a_damaged_tantivy_storage_version_is_repaired_at_start_up(instance: Pat
     host: Host = create_app(TANTIVY, instance_path=instance).extensions["hostcore"]
     push_from_outside(host, tmp_path, {"notes/outside.md": "pulsar from a clone\n"})
     host.close()
-    (instance / "search" / "tantivy-v1.storage-version").write_bytes(b"\xff\xfe\x00garbage")
+    (instance / "search" / f"tantivy-v{TANTIVY_FORMAT}.storage-version").write_bytes(b"\xff\xfe\x00garbage")
     host = create_app(TANTIVY, instance_path=instance).extensions["hostcore"]
     try:
         assert [h["slug"] for h in host.wiki(SYSTEM).search("pulsar")["hits"]] == ["notes/outside"]
@@ -286,7 +287,7 @@ def test_tantivy_heals_at_once_after_a_writer_killed_mid_commit(app: Flask, inst
     finally:
         stop_process_group(killer)
     assert killer.returncode == 0, "no writer was killed mid-commit"
-    assert (instance / "search" / "tantivy-v1" / out.decode().strip()).exists()
+    assert (instance / "search" / f"tantivy-v{TANTIVY_FORMAT}" / out.decode().strip()).exists()
     # the same pages changed, in one commit: the catch-up's commit is the one the killed writer began
     push_from_outside(host, tmp_path, {f"{slug}.md": f"---\ntitle: Page {i}\n---\nzebra{i}\n" for i, slug in enumerate(slugs)})
     assert [h["slug"] for h in wiki.search("zebra7")["hits"]] == ["notes/p7"]

@@ -68,6 +68,36 @@ def test_paging_namespace_and_access(search_host):
     )
 
 
+def test_filters_by_tags_author_and_dates(search_host):
+    search_host.wiki(principal("write", name="alice")).save_page("notes/alice", body="tomatoes by alice", title="A", tags=["garden"])
+    wiki = search_host.wiki(principal("read"))
+    assert set(slugs(wiki.search("tomatoes", tags=["GARDEN"]))) == {"notes/gardening", "notes/soil", "notes/alice"}
+    assert slugs(wiki.search("tomatoes", tags=["garden", "science"])) == ["notes/soil"]
+    assert slugs(wiki.search("tomatoes", author="Alice")) == ["notes/alice"]
+    assert slugs(wiki.search("tomatoes", author="bob")) == []
+    hour_ago = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
+    tomorrow = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 86400))
+    assert set(slugs(wiki.search("tomatoes", since=hour_ago))) == {"notes/gardening", "notes/cooking", "notes/soil", "notes/alice"}
+    assert slugs(wiki.search("tomatoes", before=hour_ago)) == []
+    assert slugs(wiki.search("tomatoes", since=tomorrow)) == []
+    assert len(slugs(wiki.search("tomatoes", before=tomorrow, author="alice", tags=["garden"]))) == 1
+    cases = [({"since": "last week"}, "since"), ({"before": "2026-13-01"}, "before"), ({"tags": [" "]}, "tags"),
+             ({"tags": [f"t{i}" for i in range(11)]}, "tags"), ({"author": " "}, "author"),
+             ({"since": "2026-05-02", "before": "2026-05-01"}, "before")]  # fmt: skip
+    for filters, field in cases:
+        with pytest.raises(ValidationError) as err:
+            wiki.search("tomatoes", **filters)
+        assert err.value.field == field
+
+
+def test_other_forms_of_a_word_are_found_the_typed_one_first(search_host):
+    admin = search_host.wiki(SYSTEM)
+    admin.save_page("notes/one", body="An automobile in the garage.", title="One")
+    admin.save_page("notes/many", body="Automobiles in the garage.", title="Many")
+    assert slugs(search_host.wiki(principal("read")).search("automobiles")) == ["notes/many", "notes/one"]
+    assert slugs(search_host.wiki(principal("read")).search("automobile")) == ["notes/one", "notes/many"]
+
+
 def test_snippets_are_escaped(search_host):
     admin = search_host.wiki(SYSTEM)
     admin.save_page("notes/xss", body='Danger <script>alert("x")</script> zebra & <b>bold</b>', title="<img src=x>")

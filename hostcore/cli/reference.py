@@ -113,7 +113,8 @@ What `resources/list` and `resources/templates/list` offer and `resources/read` 
 caller's token: the same scopes and namespace limits as the tools. `resources/list` lists every
 page the caller may read, 100 at a time by slug (`nextCursor` leads on; a cursor holds the last
 page given, so a page of the list stays in place while pages come and go), each with its title,
-last change (`annotations.lastModified`) and hash (`_meta.hash`). A read that fails is a JSON-RPC
+last change (`annotations.lastModified`) and hash (`_meta.hash`), then the attachments whose
+text the wiki has extracted, by `slug/filename`, each with its hash. A read that fails is a JSON-RPC
 error: `-32602` (invalid params) for a URI that names no resource, or a page that does not exist
 or that the token may not read, `-32603` while an index is rebuilt; its `data` holds the `uri` and
 the error object the tools send (`code`, `message`, `field`). `completion/complete` completes a

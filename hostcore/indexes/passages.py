@@ -545,6 +545,21 @@ class PassageIndex(DerivedIndex):
         state = self.status()
         return {"documents": int(state["documents"]), "pending": int(state["pending"]), "per_second": float(state["per_second"])}
 
+    def attachments_after(self, namespaces: Collection[str] | None, after: str, limit: int) -> list[tuple[str, str, str]]:
+        """(slug, filename, hash) of up to ``limit`` indexed attachments in ``namespaces`` (None:
+        all) whose ``slug/filename`` sorts after ``after``, in that order: a listing keyed by it, so
+        a page of it stays in place while attachments come and go (MCP's ``resources/list``)."""
+        if namespaces is not None and not namespaces:
+            return []
+        where, args = self._scope("attachment", namespaces)
+        with self.db.guard() as db:
+            rows = db.execute(
+                f"SELECT slug, filename, hash FROM docs WHERE {where} AND slug || '/' || filename > ?"
+                " ORDER BY slug || '/' || filename LIMIT ?",
+                [*args, after, limit],
+            ).fetchall()
+        return [(slug, filename, digest) for slug, filename, digest in rows]
+
     # --- what searches check their answers against -------------------------------------------
 
     def stored(self, version: str | None) -> dict[str, Document]:

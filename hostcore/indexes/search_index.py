@@ -1,11 +1,16 @@
 """The search backend (``SEARCH``) as a derived index: pages in, documents for the engine out.
 
+Each document carries who last changed the page and when (the storage's ``last_authors`` and
+``last_changed``; without history: no author, and the time it was indexed), for search's ``author``, ``since`` and ``before`` filters.
+
 A :class:`~hostcore.seams.search.SearchBackend` keeps its own seam (``update``, ``hashes``, the
 optional storage version), so search plugins need nothing of the derived-index protocol; this
 adapter reads the changed pages and hands the backend their documents.
 """
 
 from __future__ import annotations
+
+import time
 
 from hostcore.domain.pages import Page, page_path
 from hostcore.seams.derived import Rebuild
@@ -15,8 +20,8 @@ from hostcore.seams.search import SearchBackend, SearchDoc
 OPTIMIZE_AFTER = 1000  # pages indexed in one catch-up that make compacting the index worth it
 
 
-def doc_of(page: Page) -> SearchDoc:
-    return SearchDoc(slug=page.slug, title=page.title, body=page.body, tags=tuple(page.tags), hash=page.hash)
+def doc_of(page: Page, author: str = "", changed: float | None = None) -> SearchDoc:
+    return SearchDoc(slug=page.slug, title=page.title, body=page.body, tags=tuple(page.tags), hash=page.hash, author=author, changed=changed)
 
 
 class SearchIndex(DerivedIndex):
@@ -51,7 +56,14 @@ class SearchIndex(DerivedIndex):
         indexed = 0
         for pages, removed in changes.pages():
             if pages or removed:
-                self.backend.update([doc_of(p) for p in pages], removed)
+                paths = [page_path(p.slug) for p in pages]
+                times = changes.storage.last_changed(paths) if paths else {}
+                authors = changes.storage.last_authors(paths) if paths else {}
+                now, docs = time.time(), []
+                for page, path in zip(pages, paths, strict=True):
+                    when = times.get(path)  # none without history: changed now, as the link graph records it
+                    docs.append(doc_of(page, authors.get(path, ""), when.timestamp() if when is not None else now))
+                self.backend.update(docs, removed)
             indexed += len(pages)
         if indexed >= OPTIMIZE_AFTER:
             self.backend.optimize()

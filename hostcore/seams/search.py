@@ -32,10 +32,31 @@ class SearchDoc:
     body: str
     tags: tuple[str, ...]
     hash: str
+    author: str = ""  # who last changed it ("" when the storage keeps no history)
+    changed: float | None = None  # when it last changed (epoch seconds; None when unknown)
 
     @property
     def namespace(self) -> str:
         return self.slug.split("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """What a search keeps besides its query: pages holding every tag of ``tags`` (lower case),
+    last changed by ``author`` (compared case-insensitively), last changed at or after ``since``
+    and strictly before ``before`` (epoch seconds). A page whose time is unknown passes no date
+    filter. Engines apply them inside the engine, as the namespaces, so paging stays exact."""
+
+    tags: tuple[str, ...] = ()
+    author: str | None = None
+    since: float | None = None
+    before: float | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.tags) or self.author is not None or self.since is not None or self.before is not None
+
+
+NO_FILTERS = SearchFilters()
 
 
 @dataclass(frozen=True)
@@ -87,9 +108,12 @@ class SearchBackend(ABC):
 
     @abstractmethod
     def search(
-        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20,
+        filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
-        """Best match first. Raises ValidationError(field="query") for a query it cannot parse."""
+        """Best match first; only pages passing ``filters``. Every word matches in any of its English
+        inflections (:func:`hostcore.stem`), a page holding the word as typed ranking above one
+        holding another form of it. Raises ValidationError(field="query") for a query it cannot parse."""
 
     @abstractmethod
     def hashes(self) -> dict[str, str]:

@@ -150,6 +150,8 @@ def check_prefix(prefix: str) -> str:
 
 
 FULL_BELOW = 1024 * 1024  # free bytes under which a disk counts as full
+AUTHORS_EACH_UP_TO = 20  # last_authors reads each path's own history up to this many paths, else walks it all once
+AUTHORS_BATCH = 500
 
 
 def disk_full(path: Path, reserve: int = FULL_BELOW) -> bool:
@@ -251,6 +253,13 @@ class Storage(ABC):
             check_path(path)
         return self._last_changed(paths)
 
+    def last_authors(self, paths: Sequence[str]) -> dict[str, str]:
+        """Path -> author of its newest recorded change, for the paths that have history (what
+        search's ``author`` filter compares)."""
+        for path in paths:
+            check_path(path)
+        return self._last_authors(paths)
+
     def read_at(self, path: str, revision: str) -> bytes:
         """The bytes of ``path`` as of ``revision`` (at the path it had then, for a file moved
         since: :meth:`history` lists such revisions). Raises NotFound."""
@@ -329,14 +338,38 @@ class Storage(ABC):
         raise self._no_history()
 
     def _last_changed(self, paths: Sequence[str]) -> dict[str, datetime]:
+        return {path: revision.time for path, revision in self._newest_each(paths).items()}
+
+    def _newest_each(self, paths: Sequence[str]) -> dict[str, Revision]:
+        """Path -> its newest recorded change, from each path's own history."""
         if not self.has_history:
             return {}
         out = {}
         for path in paths:
             revs = self._history(path, offset=0, limit=1)
             if revs:
-                out[path] = revs[0].time
+                out[path] = revs[0]
         return out
+
+    def _last_authors(self, paths: Sequence[str]) -> dict[str, str]:
+        """A path's own history for a few paths; for more, one walk of the whole history, newest
+        first, until every path has its author (a huge change listing only its first paths leaves
+        the others to an older change, or to none)."""
+        if not self.has_history:
+            return {}
+        if len(paths) <= AUTHORS_EACH_UP_TO:
+            return {path: revision.author for path, revision in self._newest_each(paths).items()}
+        wanted, found, offset = set(paths), dict[str, str](), 0
+        while wanted:
+            batch = self._history(None, offset=offset, limit=AUTHORS_BATCH)
+            for revision in batch:
+                for path in wanted.intersection(revision.paths):
+                    found[path] = revision.author
+                wanted.difference_update(revision.paths)
+            if len(batch) < AUTHORS_BATCH:
+                break
+            offset += len(batch)
+        return found
 
     def _read_at(self, path: str, revision: str) -> bytes:
         raise self._no_history()

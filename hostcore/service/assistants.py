@@ -195,6 +195,13 @@ class AssistantsMixin(PagesMixin, SectionsMixin):
         self.principal.require("read")
         return self.host.indexes.link_graph().pages_after(self.principal.namespaces, after, limit)
 
+    def attachment_listing(self, after: str = "", limit: int = 100) -> list[tuple[str, str, str]]:
+        """Up to ``limit`` attachments whose text the passage index holds, in namespaces the caller
+        may read, whose ``slug/filename`` sorts after ``after``, in that order: (slug, filename,
+        hash), for ``resources/list`` as :meth:`page_listing` lists pages."""
+        self.principal.require("read")
+        return self.host.indexes.passage_index().attachments_after(self.principal.namespaces, after, limit)
+
     def complete_slug(self, prefix: str, limit: int = 100) -> list[str]:
         """Slugs of pages the caller may read that start with ``prefix`` (completions of a page argument)."""
         self.principal.require("read")

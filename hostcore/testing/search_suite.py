@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hostcore.errors import ValidationError
-from hostcore.seams.search import SearchBackend, SearchDoc, SearchResults
+from hostcore.seams.search import SearchBackend, SearchDoc, SearchFilters, SearchResults
 
 
 def _search_writer(factory: Any, root: str, index: int, count: int, barrier: Any) -> None:
@@ -173,6 +173,62 @@ class SearchConformance:
         hit = backend.search("server tag:runbook", namespaces=None).hits[0]
         assert hit.tags == ("runbook", "Ops")
         assert hit.title == "a"
+
+    def test_filters_tags_author_and_dates(self, backend: SearchBackend) -> None:
+        day = 86400.0
+        backend.update(
+            [
+                SearchDoc("n/a", "A", "server setup", ("runbook", "Ops"), "ha", "Ann Lee", 10 * day),
+                SearchDoc("n/b", "B", "server history", ("runbook",), "hb", "bob", 20 * day),
+                SearchDoc("n/c", "C", "server client", ("ops",), "hc", "ann lee", 30 * day),
+                SearchDoc("m/d", "D", "server other", ("runbook", "ops"), "hd", "", None),
+            ]
+        )
+
+        def found(**filters: Any) -> list[str]:
+            return sorted(self.search(backend, "server", filters=SearchFilters(**filters)))
+
+        assert found() == ["m/d", "n/a", "n/b", "n/c"]
+        assert found(tags=("runbook",)) == ["m/d", "n/a", "n/b"]
+        assert found(tags=("runbook", "ops")) == ["m/d", "n/a"]  # every tag, case folded
+        assert found(author="ANN LEE") == ["n/a", "n/c"]
+        assert found(author="nobody") == []
+        assert found(since=20 * day) == ["n/b", "n/c"]  # at or after; an unknown time passes no date filter
+        assert found(before=20 * day) == ["n/a"]  # strictly before
+        assert found(since=15 * day, before=25 * day) == ["n/b"]
+        assert found(author="ann lee", tags=("ops",), since=20 * day) == ["n/c"]
+        assert sorted(self.search(backend, "server", namespaces=["n"], filters=SearchFilters(tags=("ops",)))) == ["n/a", "n/c"]
+        assert sorted(self.search(backend, "tag:ops", filters=SearchFilters(before=25 * day))) == ["n/a"]
+        # paging stays exact under filters
+        backend.update([SearchDoc(f"p/{i}", f"P{i}", "common words", ("t",) if i % 2 else (), f"p{i}", "x", float(i)) for i in range(30)])
+        pages, offset = [], 0
+        while True:
+            res = backend.search("common", namespaces=None, offset=offset, limit=4, filters=SearchFilters(tags=("t",), since=5.0))
+            pages.append(self.slugs(res))
+            offset += 4
+            if not res.more:
+                break
+        everything = [slug for page in pages for slug in page]
+        assert sorted(everything) == sorted(f"p/{i}" for i in range(5, 30) if i % 2)
+        assert len(everything) == len(set(everything))
+
+    def test_other_forms_of_a_word_match_and_the_typed_one_ranks_first(self, backend: SearchBackend) -> None:
+        backend.update(
+            [
+                search_doc("n/one", "One", "an automobile parked in the street"),
+                search_doc("n/many", "Many", "automobiles parked in the street"),
+                search_doc("n/other", "Other", "a bicycle parked in the street"),
+            ]
+        )
+        assert self.search(backend, "automobiles") == ["n/many", "n/one"]
+        assert self.search(backend, "automobile") == ["n/one", "n/many"]
+        assert self.search(backend, "automobiles parked") == ["n/many", "n/one"]
+        hit = backend.search("automobiles", namespaces=None).hits[1]
+        assert "<mark>automobile</mark>" in hit.snippet
+        backend.update([search_doc("n/run", "Run", "she was running late"), search_doc("n/stop", "Stop", "the bus stopped")])
+        assert self.search(backend, "runs") == ["n/run"]
+        assert self.search(backend, "stop") == ["n/stop"]
+        assert self.search(backend, '"automobiles parked"') == ["n/many"]  # a phrase is matched as typed
 
     def test_namespaces_and_exact_paging(self, backend: SearchBackend) -> None:
         docs = [search_doc(f"{ns}/p{i}", body=f"common word {i}") for ns in ("a", "b", "c") for i in range(7)]

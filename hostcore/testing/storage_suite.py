@@ -187,6 +187,19 @@ class StorageConformance:
         with pytest.raises(NotFound):
             storage.list_at("notes/p.files", "0" * 40)
 
+    def test_last_authors(self, storage: Storage) -> None:
+        """Who changed each page last (search's author filter), for a few paths and for many."""
+        storage.apply([Put(f"notes/p{i}.md", b"one", expect=None) for i in range(25)], Change("ann", "first"))
+        storage.apply([Put("notes/p3.md", b"two", expect=storage.hash("notes/p3.md"))], Change("bob", "second"))
+        if not storage.has_history:
+            assert storage.last_authors(["notes/p3.md"]) == {}
+            return
+        assert storage.last_authors(["notes/p3.md", "notes/p4.md", "notes/none.md"]) == {"notes/p3.md": "bob", "notes/p4.md": "ann"}
+        many = storage.last_authors([f"notes/p{i}.md" for i in range(25)] + ["notes/none.md"])
+        assert many == {f"notes/p{i}.md": "bob" if i == 3 else "ann" for i in range(25)}
+        with pytest.raises(ValidationError):
+            storage.last_authors(["../x.md"])
+
     def test_changes_in_a_revision(self, storage: Storage) -> None:
         """Backends with history say exactly what a revision did (``hostcore export`` replays it
         elsewhere), keep the time a replayed change carries, and read any version by its hash."""

@@ -115,10 +115,11 @@ async def search(c: Any, query: str, **args: Any) -> dict[str, Any]:
 
 
 async def found(c: Any, query: str, namespace: str | None = "srch", **args: Any) -> list[str]:
-    """Slugs of every hit (up to 50), best first."""
+    """Slugs of every hit found by the query's words (up to 50), best first: the query language's
+    answer (plain words add pages near in meaning, found_by "meaning": ``test_meaning``)."""
     if namespace is not None:
         args["namespace"] = namespace
-    return [h["slug"] for h in (await search(c, query, limit=50, **args))["hits"]]
+    return [h["slug"] for h in (await search(c, query, limit=50, **args))["hits"] if h["found_by"] != "meaning"]
 
 
 def field_error(result: Any, code: str, field: str) -> dict[str, Any]:
@@ -135,7 +136,8 @@ async def test_title_match_ranks_first_and_result_shape(server, corpus, mode):
         result = await search(c, "kubernetes", namespace="srch")
         hits = result["hits"]
         # cluster-notes says kubernetes eight times in its body; the page titled with it still wins
-        assert [h["slug"] for h in hits] == ["srch/kubernetes-upgrades", "srch/cluster-notes"], hits
+        assert [h["slug"] for h in hits][:2] == ["srch/kubernetes-upgrades", "srch/cluster-notes"], hits
+        assert all(h["found_by"] == "meaning" for h in hits[2:]), hits  # then pages near in meaning, if any
         assert hits[0]["title"] == "Kubernetes upgrades" and hits[0]["tags"] == ["runbook", "infra"]
         scores = [h["score"] for h in hits]
         assert scores == sorted(scores, reverse=True) and scores[0] > scores[1], scores
@@ -170,8 +172,10 @@ async def test_query_syntax(server, corpus, mode):
         # a quoted phrase: the words next to each other, in order
         assert await found(c, '"restore the backup"') == ["srch/postgres-backup"]
         assert await found(c, '"backup the restore"') == []
-        # prefix*: no stemming without it
-        assert await found(c, "deploy") == []
+        # a word in any English inflection, the form typed first; prefix* for the rest
+        assert await found(c, "deploy") == ["srch/deployment-guide"]
+        assert await found(c, "deploys") == ["srch/deployment-guide"]
+        assert await found(c, "deployer") == ["srch/deployment-guide"]
         assert await found(c, "deploy*") == ["srch/deployment-guide"]
         assert await found(c, '"the deploy"*') == ["srch/deployment-guide"]
         assert await found(c, '"the deploy"') == []
@@ -205,6 +209,29 @@ async def test_query_syntax(server, corpus, mode):
         for bad in ("NOT backup", "-backup", "backup OR", "   "):
             err = field_error(await c.call_tool("search", {"query": bad}), "validation_error", "query")
             assert err["message"].startswith("query: "), err
+
+
+async def test_meaning_and_filters(server, corpus, mode):
+    async with mcp_session(server, corpus["read"], mode) as c:
+        schema = {t.name: t for t in (await c.list_tools()).tools}["search"].input_schema["properties"]
+        assert {"tags", "author", "since", "before"} <= set(schema), schema
+        # no page holds every word: the pages near in meaning answer, found_by says so
+        hits = (await search(c, "restoring a database from yesterday's copy", namespace="srch"))["hits"]
+        assert hits and {h["found_by"] for h in hits} == {"meaning"}, hits
+        assert {"srch/postgres-backup", "srch/mysql-backup"} & {h["slug"] for h in hits[:3]}, hits
+        # a code ranks by its words alone
+        assert {h["found_by"] for h in (await search(c, "pg_dump", namespace="srch"))["hits"]} == {"words"}
+        # filters, inside the engine and on what meaning adds
+        assert await found(c, "backup", tags=["runbook"]) == ["srch/postgres-backup"]
+        assert sorted(await found(c, "backup", tags=["Database"], since="2000-01-01")) == ["srch/mysql-backup", "srch/postgres-backup"]
+        assert (await search(c, "backup", namespace="srch", before="2000-01-01"))["hits"] == []
+        assert (await search(c, "restoring a database from yesterday's copy", namespace="srch", author="nobody"))["hits"] == []
+        history = ok(await c.call_tool("page_history", {"slug": "srch/postgres-backup"}))
+        author = history["commits"][0]["author"]
+        by = [h["slug"] for h in (await search(c, "backup", namespace="srch", author=author.upper()))["hits"]]
+        assert "srch/postgres-backup" in by, (author, by)
+        field_error(await c.call_tool("search", {"query": "backup", "since": "yesterday"}), "validation_error", "since")
+        field_error(await c.call_tool("search", {"query": "backup", "since": "2026-05-02", "before": "2026-05-01"}), "validation_error", "before")
 
 
 async def test_prefix_star_inside_a_quoted_phrase(server, corpus):

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
 
 import pygit2
 from pygit2.enums import SortMode
@@ -228,14 +229,22 @@ class HistoryIndex:
 
     def last_times(self, paths: Sequence[str]) -> dict[str, int]:
         """Path -> commit time (epoch seconds) of the newest indexed commit changing it."""
-        out: dict[str, int] = {}
+        return self._newest(paths, "time")
+
+    def last_authors(self, paths: Sequence[str]) -> dict[str, str]:
+        """Path -> author of the newest indexed commit changing it."""
+        return self._newest(paths, "author")
+
+    def _newest(self, paths: Sequence[str], column: Literal["time", "author"]) -> dict[str, Any]:
+        """Path -> ``column`` of the newest indexed commit changing it, one query per 500 paths."""
+        out: dict[str, Any] = {}
         with self._guard:
             db = self._db()
             for start in range(0, len(paths), 500):
                 chunk = list(paths[start : start + 500])
-                marks = ",".join("?" * len(chunk))  # only "?" marks are formatted in
+                marks = ",".join("?" * len(chunk))  # only "?" marks (and the column, one of two names) are formatted in
                 query = (
-                    "SELECT p.path, c.time FROM changes p JOIN commits c ON c.seq = "
+                    f"SELECT p.path, c.{column} FROM changes p JOIN commits c ON c.seq = "
                     f"(SELECT max(seq) FROM changes WHERE path = p.path) WHERE p.path IN ({marks}) GROUP BY p.path"
                 )
                 out.update(db.execute(query, chunk))

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from hostcore import (
+    NO_FILTERS,
     DerivedDB,
     Not,
     Or,
@@ -54,6 +55,7 @@ from hostcore import (
     QueryNode,
     SearchBackend,
     SearchDoc,
+    SearchFilters,
     SearchHit,
     SearchResults,
     Tag,
@@ -65,6 +67,7 @@ from hostcore import (
     new_generation,
     parse_query,
     positive_leaves,
+    stem,
 )
 
 from .common import split_common, stops_of
@@ -73,7 +76,7 @@ from .snippets import Marker
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # bump when the schema, tokenizer or keys change: a new file is built from storage
+FORMAT = 4  # bump when the schema, tokenizer or keys change: a new file is built from storage
 MAX_LIMIT = 1000
 BUSY_TIMEOUT_MS = 5000
 WAL_LIMIT = 8_000_000
@@ -98,10 +101,11 @@ CREATE TABLE IF NOT EXISTS pages(
     title TEXT NOT NULL,
     tags TEXT NOT NULL,
     hash TEXT NOT NULL,
-    stops INTEGER NOT NULL DEFAULT 0
+    stops INTEGER NOT NULL DEFAULT 0,
+    changed REAL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    title, body, tags, keys,
+    title, body, tags, keys, stems,
     tokenize = 'unicode61 remove_diacritics 2',
     prefix = '{" ".join(map(str, PREFIX_INDEX))}'
 )
@@ -126,12 +130,21 @@ def _key(kind: str, value: str) -> str:
     return _MARK + kind + value.encode().hex()
 
 
+def stems_of(words: list[str]) -> str:
+    """The ``stems`` column: the stem of every word, in order (:func:`hostcore.stem`)."""
+    return " ".join(stem(word) for word in words)
+
+
 def _quoted(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
 def compile_match(node: QueryNode) -> str:
     """The FTS5 MATCH expression for a parsed query; every user word is a quoted string."""
+    if isinstance(node, Term) and not node.prefix and stem(node.text) != node.text:
+        # the word as typed, or any word of its stem (a word that is its own stem matches ``stems``
+        # unfiltered: a column filter makes FTS5 read the position lists twice)
+        return f"({_quoted(node.text)} OR stems : {_quoted(stem(node.text))})"
     if isinstance(node, Term | Phrase):
         words = node.text if isinstance(node, Term) else " ".join(node.words)
         return _quoted(words) + (" *" if node.prefix else "")
@@ -261,14 +274,16 @@ class SqliteSearch(SearchBackend):
         title_words, body_words, tag_words = analyse(title), analyse(body), analyse(tags_text)
         stops = stops_of(title_words) | stops_of(body_words) | stops_of(tag_words)
         (rowid,) = db.execute(
-            "INSERT INTO pages(slug, namespace, title, tags, hash, stops) VALUES(?, ?, ?, ?, ?, ?) RETURNING id",
-            (doc.slug, doc.namespace, title, json.dumps(tags, ensure_ascii=False), doc.hash, stops),
+            "INSERT INTO pages(slug, namespace, title, tags, hash, stops, changed) VALUES(?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (doc.slug, doc.namespace, title, json.dumps(tags, ensure_ascii=False), doc.hash, stops, doc.changed),
         ).fetchone()
         keys = [_ALL_KEY, _key("n", doc.namespace)] + [_key("t", tag.lower()) for tag in tags]
+        if doc.author:
+            keys.append(_key("a", _clean(doc.author).lower()))
         keys += [_TITLE_KEY + word for word in dict.fromkeys(title_words)]
         db.execute(
-            "INSERT INTO fts(rowid, title, body, tags, keys) VALUES(?, ?, ?, ?, ?)",
-            (rowid, title, body, tags_text, " ".join(keys)),
+            "INSERT INTO fts(rowid, title, body, tags, keys, stems) VALUES(?, ?, ?, ?, ?, ?)",
+            (rowid, title, body, tags_text, " ".join(keys), stems_of(title_words + body_words + tag_words)),
         )
 
     def optimize(self) -> None:
@@ -300,7 +315,8 @@ class SqliteSearch(SearchBackend):
     # reading
 
     def search(
-        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20,
+        filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
         if offset < 0:
             raise ValidationError("must be 0 or more", field="offset")
@@ -313,7 +329,11 @@ class SqliteSearch(SearchBackend):
         expr = compile_match(looked_for)
         if namespaces is not None:
             expr = f"({expr}) AND keys : (" + " OR ".join(_quoted(_key("n", ns)) for ns in sorted(namespaces)) + ")"
-        match = Match(expr, stops)
+        for tag in sorted(set(filters.tags)):
+            expr = f"({expr}) AND keys : {_quoted(_key('t', _clean(tag).lower()))}"
+        if filters.author is not None:
+            expr = f"({expr}) AND keys : {_quoted(_key('a', _clean(filters.author).lower()))}"
+        match = Match(expr, stops, filters.since, filters.before)
         titled = [f"({expr}) AND {title_match}" for title_match in compile_title_matches(looked_for)]
         with self._connection() as db:
             db.execute("BEGIN")  # one snapshot: the generation read is the one ranked

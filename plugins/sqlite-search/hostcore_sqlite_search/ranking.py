@@ -33,10 +33,12 @@ from dataclasses import dataclass
 
 TITLE_BOOST = 8.0
 TAGS_WEIGHT = 4.0
+STEMS_WEIGHT = 0.5  # a word matched through its stem only (another inflection) counts half a body match
 # bm25 over body and tags plus TITLE_BOOST times bm25 over the title alone. FTS5's bm25 adds column
 # weights into one saturating term frequency, so a weighted title in one bm25 call can still lose to
 # a body repeating the word; a separate title score keeps title matches on top. Lower is better.
-SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0)"
+# A word as typed matches in its own column and in ``stems`` too, so it outranks another form of it.
+SCORE = f"bm25(fts, 0.0, 1.0, {TAGS_WEIGHT}, 0.0, {STEMS_WEIGHT}) + {TITLE_BOOST} * bm25(fts, 1.0, 0.0, 0.0, 0.0, 0.0)"
 WINDOW = 1000  # a query matching more pages ranks its most recent WINDOW matches...
 TITLE_WINDOW = 1000  # ...and up to this many (most recent) older title matches
 TIER_WINDOW = 1500  # a one-word query ranks this many of its most recent title matches (see ``candidates``)
@@ -50,26 +52,40 @@ def _order(row: Row) -> tuple[float, int]:
 
 @dataclass(frozen=True)
 class Match:
-    """A compiled query: the FTS5 expression, and the mask of common words its pages must hold
-    besides (``pages.stops``, :mod:`.common`)."""
+    """A compiled query: the FTS5 expression, the mask of common words its pages must hold
+    besides (``pages.stops``, :mod:`.common`), and the times its pages last changed within
+    (``pages.changed``: at or after ``since``, before ``before``)."""
 
     expr: str
     stops: int = 0
+    since: float | None = None
+    before: float | None = None
 
     def narrowed(self, expr: str) -> Match:
-        return Match(expr, self.stops)
+        return Match(expr, self.stops, self.since, self.before)
+
+    @property
+    def joined(self) -> bool:
+        """Whether it needs the ``pages`` row of each match."""
+        return bool(self.stops) or self.since is not None or self.before is not None
 
 
 def _select(db: sqlite3.Connection, what: str, match: Match, *, below: int | None = None, limit: int | None = None, offset: int = 0) -> sqlite3.Cursor:
     """``what`` of the rows matching ``match`` (older than rowid ``below``), most recent first."""
-    sql, args = f"SELECT {what} FROM fts", list[str | int]()
-    if match.stops:
+    sql, args = f"SELECT {what} FROM fts", list[str | int | float]()
+    if match.joined:
         sql += " CROSS JOIN pages ON pages.id = fts.rowid"  # fts first: its rowid order, no sort
     sql += " WHERE fts MATCH ?"
     args.append(match.expr)
     if match.stops:
         sql += " AND (pages.stops & ?) = ?"
         args += [match.stops, match.stops]
+    if match.since is not None:
+        sql += " AND pages.changed >= ?"
+        args.append(match.since)
+    if match.before is not None:
+        sql += " AND pages.changed < ?"
+        args.append(match.before)
     if below is not None:
         sql += " AND fts.rowid < ?"
         args.append(below)

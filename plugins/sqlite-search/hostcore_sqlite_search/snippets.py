@@ -5,7 +5,7 @@ column, a large share of a search's time on a big wiki (most for a prefix it had
 per row). The words a query looks for are known, so one regular expression finds their
 matches in each page's text at C speed: whole tokens as FTS5's unicode61 tokenizer cuts them
 (letters and digits; case and accents folded alike on both sides), a prefix any token starting with
-it, a phrase its words with only separators between them.
+it, a phrase its words with only separators between them, a word any token of the same stem.
 
 The snippet is about ``SNIPPET_CHARS`` characters of the body around the densest cluster of matches
 (most distinct words looked for, then most matches, then the earliest), cut at spaces, with ``…``
@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from hostcore import Phrase, Term
+from hostcore import Phrase, Term, stem
 
 SNIPPET_CHARS = 200
 LEAD_CHARS = 40  # at most this much text before the first match shown
@@ -57,6 +57,7 @@ class _Leaf:
 
     first: str
     whole: re.Pattern[str]
+    stem: str | None = None  # a token matches when its stem is this one (another form of the word)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ class Marker:
             if words and all(words):
                 whole = _SEPARATORS.join(map(re.escape, words)) + (f"{_TOKEN}*" if leaf.prefix else "")
                 found.append(_Leaf(words[0], re.compile(f"{whole}(?!{_TOKEN})")))
+                if isinstance(leaf, Term) and not leaf.prefix:  # a stem drops a suffix, and may end in e or i for y
+                    root = stem(words[0])
+                    first = root[:-1] if len(root) > 3 else root
+                    found.append(_Leaf(first, re.compile(f"{re.escape(first)}{_TOKEN}*"), root))
         return cls(tuple(found))
 
     def matches(self, text: str) -> list[tuple[int, int, int]]:
@@ -89,6 +94,8 @@ class Marker:
             at, count = folded.find(leaf.first), 0
             while at >= 0 and count < MAX_MATCHES:
                 m = leaf.whole.match(folded, at) if at == 0 or not folded[at - 1].isalnum() else None
+                if m is not None and leaf.stem is not None and stem(m.group()) != leaf.stem:
+                    m = None
                 if m is not None:
                     out.append((at, m.end(), which))
                     count += 1

@@ -309,6 +309,7 @@ def test_analyse_matches_unicode61() -> None:
         ('"a b" OR c', '("a b" OR "c")'),
         ("a -b", '(("a") NOT ("b"))'),
         ("tag:X", 'keys : "\ue000t78"'),
+        ("cars", '("cars" OR stems : "car")'),
     ],
 )
 def test_compile_match(query: str, match: str) -> None:

@@ -34,6 +34,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from hostcore import (
+    NO_FILTERS,
     And,
     FileLock,
     Not,
@@ -41,6 +42,7 @@ from hostcore import (
     QueryNode,
     SearchBackend,
     SearchDoc,
+    SearchFilters,
     SearchHit,
     SearchResults,
     Tag,
@@ -52,14 +54,16 @@ from hostcore import (
     parse_query,
     positive_leaves,
     set_aside,
+    stem,
 )
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when the schema or analyser changes: a new folder is built from storage
+FORMAT = 2  # bump when the schema or analyser changes: a new folder is built from storage
 ANALYSER = "hostcore"
 TITLE_BOOST = 4.0
 TAGS_BOOST = 2.0
+STEMS_BOOST = 0.5  # a word matched through its stem only (another inflection): below the word as typed
 SNIPPET_CHARS = 200
 PREFIX_MARKS = 16  # prefix expansions marked in snippets (matching uses all of them)
 MAX_LIMIT = 1000
@@ -89,6 +93,9 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("body", stored=True, tokenizer_name=ANALYSER)
     builder.add_text_field("tags", stored=True, tokenizer_name=ANALYSER)
     builder.add_text_field("hash", stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_text_field("author", tokenizer_name="raw", index_option="basic")
+    builder.add_float_field("changed", indexed=True, fast=True)
+    builder.add_text_field("stems", tokenizer_name=ANALYSER)  # title, body and tags, each word stemmed (hostcore.stem)
     return builder.build()
 
 
@@ -322,6 +329,12 @@ class TantivySearch(SearchBackend):
         for tag in doc.tags:
             out.add_text("tags", tag)
             out.add_text("tag", tag.lower())
+        if doc.author:
+            out.add_text("author", doc.author.lower())
+        if doc.changed is not None:
+            out.add_float("changed", float(doc.changed))
+        words = self._analyser.analyze("\n".join([doc.title, doc.body, *doc.tags]))
+        out.add_text("stems", " ".join(stem(word) for word in words))
         return out
 
     # reading
@@ -365,7 +378,8 @@ class TantivySearch(SearchBackend):
         return self._index.searcher()
 
     def search(
-        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20,
+        filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
         if offset < 0:
             raise ValidationError("must be 0 or more", field="offset")
@@ -379,6 +393,8 @@ class TantivySearch(SearchBackend):
         if namespaces is not None:
             only = Query.term_set_query(self._schema, "namespace", sorted(namespaces))
             compiled = Query.boolean_query([(Occur.Must, compiled), (Occur.Must, Query.const_score_query(only, 0.0))])
+        if filters:
+            compiled = Query.boolean_query([(Occur.Must, compiled), *((Occur.Must, q) for q in self._filters(filters))])
         try:
             found = searcher.search(compiled, limit=limit + 1, offset=offset, count=False).hits
             marker = _Marker(self, searcher, node)
@@ -387,12 +403,26 @@ class TantivySearch(SearchBackend):
             raise self._recover(exc) from exc
         return SearchResults(hits, len(found) > limit)
 
+    def _filters(self, filters: SearchFilters) -> list[Query]:
+        """What pages passing ``filters`` match, scoring nothing."""
+        schema, out = self._schema, []
+        for tag in sorted(set(filters.tags)):
+            out.append(Query.term_query(schema, "tag", tag.lower()))
+        if filters.author is not None:
+            out.append(Query.term_query(schema, "author", filters.author.lower()))
+        if filters.since is not None or filters.before is not None:
+            out.append(Query.range_query(schema, "changed", tantivy.FieldType.Float, filters.since, filters.before,
+                                         include_upper=filters.before is None))  # fmt: skip
+        return [Query.const_score_query(q, 0.0) for q in out]
+
     def _compile(self, node: QueryNode) -> Query:
         schema = self._schema
         if isinstance(node, Term):
             if node.prefix:
                 return self._any_field(lambda f: Query.phrase_prefix_query(schema, f, [node.text]))
-            return self._any_field(lambda f: Query.term_query(schema, f, node.text))
+            exact = self._any_field(lambda f: Query.term_query(schema, f, node.text))
+            inflected = Query.boost_query(Query.term_query(schema, "stems", stem(node.text)), STEMS_BOOST)
+            return Query.boolean_query([(Occur.Should, exact), (Occur.Should, inflected)])
         if isinstance(node, Phrase):
             words: list[str | tuple[int, str]] = list(node.words)
             if node.prefix:
@@ -454,6 +484,12 @@ class _Marker:
                 self.prefixes.append(words.pop())
                 for term, _count in searcher.terms_with_prefix("body", self.prefixes[-1], limit=PREFIX_MARKS):
                     expanded.add(term)
+            elif isinstance(leaf, Term):  # the other forms of the word the body holds
+                root = stem(leaf.text)
+                for term, _count in searcher.terms_with_prefix("body", root[:-1] if len(root) > 3 else root, limit=PREFIX_MARKS * 4):
+                    if stem(term) == root:
+                        expanded.add(term)
+                        self.words.add(term)
             self.words.update(words)
         terms = sorted(self.words | expanded)
         self.generator = None

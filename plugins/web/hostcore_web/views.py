@@ -429,15 +429,21 @@ def search() -> Any:
     query = request.args.get("q", "").strip()
     namespace = request.args.get("namespace") or None
     offset = request.args.get("offset", "0")
+    # the filters of the search tool: tags separated by commas, dates as the browser's date input gives them
+    filters = {name: request.args.get(name, "").strip() for name in ("tags", "author", "since", "before")}
     result, error = None, None
     if query:
         try:
-            result = host().wiki(reader).search(query, namespace, int(offset) if offset.isdigit() else 0, 20)
+            result = host().wiki(reader).search(
+                query, namespace, int(offset) if offset.isdigit() else 0, 20,
+                tags=[t for t in filters["tags"].split(",") if t.strip()] or None, author=filters["author"] or None,
+                since=filters["since"] or None, before=filters["before"] or None,
+            )  # fmt: skip
         except HostcoreError as exc:
             error = str(exc)
     namespaces = host().wiki(reader).list_namespaces()["namespaces"]
     attachments, related = _beyond_hits(result)
-    return page("search.html", person=person, query=query, chosen=namespace, result=result, error=error,
+    return page("search.html", person=person, query=query, chosen=namespace, result=result, error=error, filters=filters,
                 namespaces=namespaces, title="Search", attachments=attachments, related=related)  # fmt: skip
 
 

@@ -107,6 +107,18 @@ def test_search_page_uses_the_query_language_and_escapes_snippets(carol, admin):
     assert bad.status_code == 200 and 'class="error"' in bad.text
 
 
+def test_search_page_filters_as_the_search_tool_does(carol, admin):
+    admin.save_page("notes/fa", body="quarterly figures", title="FA", tags=["finance", "q3"])
+    admin.save_page("notes/fb", body="quarterly figures", title="FB", tags=["finance"])
+    html = carol.get("/_/search", query_string={"q": "quarterly", "tags": "Finance, q3"}).text
+    assert "/notes/fa" in html and "/notes/fb" not in html
+    assert 'value="Finance, q3"' in html and "<details class=\"filters\" open>" in html
+    assert "/notes/fa" not in carol.get("/_/search", query_string={"q": "quarterly", "before": "2000-01-01"}).text
+    assert "/notes/fa" in carol.get("/_/search", query_string={"q": "quarterly", "since": "2000-01-01"}).text
+    bad = carol.get("/_/search", query_string={"q": "quarterly", "since": "last week"}).text
+    assert 'class="error"' in bad and "since" in bad and "2026-05-01" in bad
+
+
 def test_namespace_index_shows_widgets_in_order_with_tree(carol, admin):
     admin.save_namespace(
         "notes", admin.read_namespace("notes")["hash"],
