@@ -557,8 +557,20 @@ def test_search_ranks_words_and_meaning_together_for_plain_words(docs):
 
 
 def test_a_title_match_ranks_above_what_meaning_adds(docs):
-    hits = docs.wiki(principal("read")).search("kittens")["hits"]
-    assert hits[0]["slug"] == "notes/kittens" and hits[0]["score"] == 1.0
+    docs.wiki(SYSTEM).save_page("notes/play", title="Kittens at play indoors", body="Yarn, boxes and a sunny window.")
+    indexed(docs)
+    hits = docs.wiki(principal("read")).search("kittens play indoors")["hits"]  # a description: fused
+    assert hits[0]["slug"] == "notes/play" and hits[0]["score"] == 1.0 and hits[0]["found_by"] != "meaning"
+
+
+def test_a_look_up_of_a_word_or_two_ranks_by_words_and_meaning_only_finds_what_words_miss(docs):
+    wiki = docs.wiki(principal("read"))
+    hits = wiki.search("kittens")["hits"]
+    assert hits[0]["slug"] == "notes/kittens" and {h["found_by"] for h in hits} == {"words"}
+    assert hits[0]["score"] != 1.0  # the engine's score: not fused
+    near = wiki.search("drowsy kitty")["hits"]  # no page holds both words: pages near in meaning
+    assert {"notes/cats", "notes/kittens"} <= {h["slug"] for h in near} and {h["found_by"] for h in near} == {"meaning"}
+    assert wiki.search("drowsy kitty", offset=1, limit=1)["hits"] == near[1:2]  # the next page goes on alike
 
 
 def test_codes_and_operators_rank_by_words_alone(docs, monkeypatch):

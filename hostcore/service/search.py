@@ -25,6 +25,7 @@ from hostcore.service.documents import DocumentsMixin
 MAX_SEARCH_OFFSET = 1000
 MAX_SEARCH_LIMIT = 50
 MAX_FILTER_TAGS = 10
+FUSE_WORDS = 3  # words from which a query is a description or a question, which fuses
 FUSE_DEPTH = 50  # keyword hits and pages by meaning fused into the first places of a fused search
 CONTINUE_BATCH = 200  # keyword hits read at a time past the fused places
 SNIPPET_CHARS = 200  # of a page found by meaning alone: the start of its body
@@ -107,11 +108,19 @@ def search_filters(tags: Sequence[str] | None, author: str | None, since: str | 
     return SearchFilters(tuple(dict.fromkeys(wanted)), author.strip() if author is not None else None, low, high)
 
 
-def fuses(query: str) -> bool:
-    """Whether a search ranks keyword and meaning together: plain words naming no code or
-    identifier (a meaning has nothing to add to a part number, and ranks it below near words:
-    docs/operators.md has the labelled set's table per query shape)."""
+def describes(query: str) -> bool:
+    """Whether meaning may help find ``query``: plain words naming no code or identifier (a
+    meaning has nothing to add to a part number, and ranks it below near words)."""
     return plain_words(query) and not any(_CODE.fullmatch(word.strip(".,;:?!")) for word in query.split())
+
+
+def fuses(query: str) -> bool:
+    """Whether a search ranks keyword and meaning together from the start: a description or a
+    question (:func:`describes`, at least FUSE_WORDS words). A look-up of
+    one or two words ranks by words, as fast as the engine, and fuses only when no page holds them
+    (:meth:`SearchMixin.search`): on the labelled set, fusing a word of the page found it no more
+    often than its words did (docs/operators.md has the table per query shape)."""
+    return describes(query) and len(_WORD.findall(query)) >= FUSE_WORDS
 
 
 def title_holds(title: str, query: str) -> bool:
@@ -132,9 +141,10 @@ class SearchMixin(DocumentsMixin):
         """Pages matching ``query`` that pass the filters (``tags``: every one; ``author``: who
         last changed the page; ``since``/``before``: when, ISO 8601), best first.
 
-        With an ``EMBEDDER``, a query of plain words naming no code (:func:`fuses`) ranks keyword
-        and meaning together (:meth:`_fused`); otherwise, and for a query with operators, ``hits``
-        are the search backend's alone, every word matching (in any inflection). ``results`` (for
+        With an ``EMBEDDER``, a description or question of plain words naming no code
+        (:func:`fuses`) ranks keyword and meaning together (:meth:`_fused`), and so does a look-up
+        of one or two such words that no page holds; otherwise, and for a query with operators or
+        a code, ``hits`` are the search backend's alone, every word matching (in any inflection). ``results`` (for
         ChatGPT-style connectors, which ask in plain language) list the same pages first; the first
         page of ``results`` of a plain query goes on with what the documents add
         (:meth:`_documents_results`): when no hit was found by words, the pages near it in meaning;
@@ -150,10 +160,13 @@ class SearchMixin(DocumentsMixin):
         backend = self.host.indexes.search_backend()  # caught up: never older than the writes acknowledged
         assert backend is not None
         passages = self.host.indexes.passages
-        if passages is not None and passages.embedder is not None and fuses(query):
+        meaning = passages is not None and passages.embedder is not None and describes(query)
+        page = None if meaning and fuses(query) else backend.search(query, namespaces=scope, offset=offset, limit=limit, filters=filters)
+        if page is not None and meaning and not page.hits and not self._held_by_words(backend, query, scope, filters, offset):
+            page = None  # no page holds the words: by meaning (the same on every page of the answer)
+        if page is None:
             found, more, how = self._fused(backend, query, scope, filters, offset, limit)
         else:
-            page = backend.search(query, namespaces=scope, offset=offset, limit=limit, filters=filters)
             found, more, how = list(page.hits), page.more, {h.slug: "words" for h in page.hits}
         by_words = any(way != "meaning" for way in how.values())
         hits: list[Hit] = [
@@ -170,6 +183,12 @@ class SearchMixin(DocumentsMixin):
             # Past the deepest offset a caller may ask for, the way on is a narrower query, not paging.
             "next_offset": offset + len(hits) if more and offset + len(hits) <= MAX_SEARCH_OFFSET else None,
         }
+
+    @staticmethod
+    def _held_by_words(backend: SearchBackend, query: str, scope: frozenset[str] | None, filters: SearchFilters, offset: int) -> bool:
+        """Whether any page passing the filters holds the words of ``query`` (known without asking
+        when the first page of its hits was empty: ``offset`` 0)."""
+        return bool(offset) and bool(backend.search(query, namespaces=scope, offset=0, limit=1, filters=filters).hits)
 
     def _fused(
         self, backend: SearchBackend, query: str, scope: frozenset[str] | None, filters: SearchFilters, offset: int, limit: int
