@@ -23,7 +23,7 @@ DEFAULT_PLUGINS = (
     "hostcore.tools.search", "hostcore.tools.attachments", "hostcore.indexes.indexer",
     "hostcore.indexes.text_extractor", "hostcore.tools.documents", "hostcore.tools.sections", "hostcore.tools.changes",
     "hostcore.tools.assistants", "hostcore.tools.activity", "hostcore.tools.blame", "hostcore.tools.context",
-    "hostcore.tools.change_requests", "hostcore.tools.undo", "hostcore.tools.comments",
+    "hostcore.tools.change_requests", "hostcore.tools.undo", "hostcore.tools.comments", "hostcore.tools.packs",
 )
 ENTRY_POINT_GROUP = "hostcore"
 

@@ -33,6 +33,7 @@ from hostcore.service.history import HistoryMixin
 from hostcore.service.links import LinksMixin
 from hostcore.service.namespace_removal import NamespaceRemovalMixin
 from hostcore.service.namespaces import NamespacesMixin
+from hostcore.service.packs import PacksMixin
 from hostcore.service.pages import PagesMixin
 from hostcore.service.search import SearchMixin
 from hostcore.service.sections import SectionsMixin
@@ -40,7 +41,7 @@ from hostcore.service.undo import UndoMixin
 
 
 class Wiki(
-    UndoMixin, BlameMixin, AssistantsMixin, ChangeReviewMixin, ChangeRequestsMixin, CommentsMixin, ChangesMixin, ContextMixin,
+    UndoMixin, BlameMixin, AssistantsMixin, ChangeReviewMixin, ChangeRequestsMixin, CommentsMixin, ChangesMixin, ContextMixin, PacksMixin,
     LinksMixin, PagesMixin, SectionsMixin, NamespacesMixin, HistoryMixin, SearchMixin, DocumentsMixin, AttachmentsMixin,
     ActivityMixin, NamespaceRemovalMixin,
 ):

@@ -59,3 +59,38 @@ def check_outcomes(ns: str, outcomes: list[dict[str, Any]]) -> None:
 async def test_gather_context_and_page_graph_through_each_client(server, typescript_sdk, client, uid):  # noqa: F811
     ns, token = namespace_with_links(server, uid)
     check_outcomes(ns, await client_outcomes(server, typescript_sdk, client, token, calls_for(ns)))
+
+
+def pack_calls(ns: str) -> list[dict[str, Any]]:
+    return [
+        {"name": "list_context_packs", "arguments": {}},
+        {"name": "find_context_packs", "arguments": {"intent": "renew the certificates"}},
+        {"name": "load_context_pack", "arguments": {"slug": f"{ns}/packs/tls", "budget": 500}},
+        {"name": "propose_context_pack",
+         "arguments": {"namespace": ns, "name": "deploying", "title": "Deploying", "pages": [f"{ns}/deploy", f"{ns}/nginx"],
+                       "reason": "asked for", "tasks": ["deploy the wiki"]}},
+        {"name": "propose_context_pack",
+         "arguments": {"namespace": ns, "name": "bad", "title": "Bad", "pages": [f"{ns}/nowhere"], "reason": "asked for"}},
+        {"name": "load_context_pack", "arguments": {"slug": "notes/packs/any"}},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_context_packs_through_each_client(server, typescript_sdk, client, uid):  # noqa: F811
+    """A pack is found, listed and loaded by a reader of its namespace; a proposal is a change
+    request (nothing saved); a page that does not exist is named by field; another namespace's
+    pack is refused."""
+    ns, _ = namespace_with_links(server, uid)
+    server.plant({f"{ns}/packs/tls.md": f"---\ntitle: Certificates\n---\nTasks: renew the certificates\n\n- [[{ns}/tls]]\n- [[{ns}/nginx]]\n"})
+    token = server.create_token(f"{ns}-proposer", ["propose"], [ns])
+    listed, found, loaded, proposed, bad, foreign = (
+        o["result"] for o in await client_outcomes(server, typescript_sdk, client, token, pack_calls(ns))
+    )
+    assert [p["slug"] for p in listed["structuredContent"]["packs"]] == [f"{ns}/packs/tls"]
+    assert found["structuredContent"]["packs"][0]["why"]["words"] == ["renew", "certificates"]
+    items = loaded["structuredContent"]["items"]
+    assert [i["slug"] for i in items] == [f"{ns}/tls", f"{ns}/nginx"] and loaded["structuredContent"]["used"] <= 500
+    made = proposed["structuredContent"]
+    assert made["slug"] == f"{ns}/packs/deploying" and made["proposed"].startswith("cr-") and "/_/review/" in made["review_url"]
+    assert json.loads(bad["content"][-1]["text"])["field"] == "pages[0]"
+    assert json.loads(foreign["content"][-1]["text"])["code"] == "forbidden"
