@@ -22,6 +22,8 @@ import json
 import logging
 import math
 import os
+import re
+import shutil
 import sqlite3
 import threading
 import time
@@ -75,6 +77,32 @@ def set_aside(path: Path, what: str, problem: str, then: str = "rebuilding it fr
             os.replace(source, target.with_name(target.name + suffix))
     log.warning("%s: %s is damaged (%s); set aside as %s, %s", what, path, problem, target.name, then)
     return target
+
+
+def drop_older_formats(root: Path, stem: str, current: int) -> list[Path]:
+    """Remove what older formats of a derived index left in the folder ``root``: each file or
+    folder named ``<stem><n>``, or starting so and going on with ``.`` or ``-`` (its version
+    file, ``-wal``, ``-shm``), for every ``n`` below ``current``. Call it once the ``current``
+    format reflects storage: derived data, so a wiki taken back to an older hostcore builds its
+    format again from storage. Returns what it removed (and logs each)."""
+    pattern = re.compile(rf"{re.escape(stem)}(\d+)(?:[.-].*)?")
+    removed: list[Path] = []
+    for path in sorted(Path(root).iterdir()):
+        found = pattern.fullmatch(path.name)
+        if found is None or int(found.group(1)) >= current:
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError as exc:  # another process removed it first, or it cannot be: left for next time
+            if path.exists():
+                log.warning("%s: could not remove %s of an older format (%s)", stem, path, exc)
+            continue
+        log.info("%s: removed %s, left by an older format (this one is %d)", stem, path.name, current)
+        removed.append(path)
+    return removed
 
 
 def connect(path: Path, **kwargs: Any) -> tuple[sqlite3.Connection, tuple[int, int] | None]:

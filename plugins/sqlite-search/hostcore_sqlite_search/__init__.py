@@ -62,6 +62,7 @@ from hostcore import (
     Term,
     Unavailable,
     ValidationError,
+    drop_older_formats,
     generation,
     hookimpl,
     new_generation,
@@ -311,6 +312,8 @@ class SqliteSearch(SearchBackend):
                 db.execute("DELETE FROM meta WHERE key = 'storage_version'")
             else:
                 db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('storage_version', ?)", (version,))
+        if version is not None:  # this format reflects storage: an older one is dead weight
+            drop_older_formats(self.root, "sqlite-search-v", FORMAT)
 
     # reading
 

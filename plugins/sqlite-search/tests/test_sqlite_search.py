@@ -274,6 +274,18 @@ class TestSqliteSearch(SearchConformance):
             child.close()
         assert proc.exitcode == 0
 
+    def test_an_older_format_goes_once_this_one_reflects_storage(self, tmp_path: Path) -> None:
+        root = tmp_path / "search"
+        root.mkdir()
+        for name in ("sqlite-search-v3.db", "sqlite-search-v3.db-wal", "sqlite-search-v30.db"):
+            (root / name).write_bytes(b"old")
+        backend = SqliteSearch(root)
+        assert (root / "sqlite-search-v3.db").exists()  # still what an older hostcore beside it would read
+        backend.set_storage_version("0" * 40)
+        assert not (root / "sqlite-search-v3.db").exists() and not (root / "sqlite-search-v3.db-wal").exists()
+        assert (root / "sqlite-search-v30.db").exists()  # a newer format is not this one's to remove
+        assert backend.storage_version() == "0" * 40
+
     def test_registers_backend(self) -> None:
         registered = []
         register_search_backends(register=registered.append)

@@ -49,6 +49,7 @@ from hostcore import (
     Term,
     Unavailable,
     ValidationError,
+    drop_older_formats,
     file_id,
     hookimpl,
     parse_query,
@@ -234,6 +235,7 @@ class TantivySearch(SearchBackend):
         partial = self._version_path.with_name(f"{self._version_path.name}.{os.getpid()}.{threading.get_ident()}")
         partial.write_text(version)
         os.replace(partial, self._version_path)
+        drop_older_formats(self.root, "tantivy-v", FORMAT)  # this format reflects storage: an older one is dead weight
 
     def _write(self, docs: Sequence[SearchDoc], removed: Sequence[str], *, clear: bool) -> None:
         lock = FileLock(self._lock_path)

@@ -4,7 +4,7 @@ import pytest
 
 from hostcore import And, Not, Or, Phrase, SearchDoc, Tag, Term, ValidationError, parse_query
 from hostcore.testing import SearchConformance
-from hostcore_tantivy import TantivySearch, register_search_backends
+from hostcore_tantivy import FORMAT, TantivySearch, register_search_backends
 
 
 class TestTantivySearch(SearchConformance):
@@ -15,6 +15,18 @@ class TestTantivySearch(SearchConformance):
     def test_ascii_folding(self, backend: TantivySearch) -> None:
         backend.update([SearchDoc("n/a", "Crème brûlée", "Straße", (), "h")])
         assert self.search(backend, "STRASSE") == ["n/a"]
+
+    def test_an_older_format_goes_once_this_one_reflects_storage(self, tmp_path: Path) -> None:
+        root = tmp_path / "search"
+        (root / "tantivy-v1").mkdir(parents=True)
+        (root / "tantivy-v1" / "meta.json").write_text("{}")
+        (root / "tantivy-v1.storage-version").write_text("an old version")
+        backend = TantivySearch(root)
+        assert (root / "tantivy-v1").exists()  # still what an older hostcore beside it would read
+        backend.set_storage_version("0" * 40)
+        assert sorted(p.name for p in root.iterdir()) == sorted(
+            [f"tantivy-v{FORMAT}", f"tantivy-v{FORMAT}.storage-version", "tantivy.lock"]
+        )
 
     def test_registers_backend(self) -> None:
         registered = []
