@@ -213,6 +213,7 @@ def test_a_deleted_sqlite_search_file_is_rebuilt(tmp_path: Path, caplog) -> None
 def test_a_deleted_passage_index_fills_again(app: Flask, instance: Path, caplog) -> None:
     host: Host = app.extensions["hostcore"]
     wiki = host.wiki(SYSTEM)
+    host.indexes.wait()  # the passage index is eventual: the attachment may still be pending on a busy machine
     assert [h["filename"] for h in wiki.search_attachments("quasar")["hits"]] == ["memo.txt"]
     for suffix in ("", "-wal", "-shm"):
         (instance / f"passages.sqlite{suffix}").unlink(missing_ok=True)
