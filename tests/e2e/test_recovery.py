@@ -17,6 +17,7 @@ import pytest
 
 from hostcore import testing
 from hostcore.testing import fill_disk, small_disk, stop_process_group
+from hostcore_tantivy import FORMAT as TANTIVY_FORMAT
 
 from .conftest import mcp_session, ok, tool_error
 
@@ -81,7 +82,7 @@ def test_a_server_started_on_damaged_indexes_answers_and_rebuilds_them(tmp_path:
     for name, damage in damaged.items():
         path = wiki.instance / name
         path.write_bytes(damage(path.read_bytes()))
-    segments = list((wiki.instance / "search" / "tantivy-v1").glob("*.term"))  # the embedded default's search index
+    segments = list((wiki.instance / "search" / f"tantivy-v{TANTIVY_FORMAT}").glob("*.term"))  # the embedded default's search index
     assert segments
     for segment in segments:
         segment.write_bytes(b"garbage" * 1000)
@@ -100,7 +101,7 @@ def test_a_server_started_on_damaged_indexes_answers_and_rebuilds_them(tmp_path:
     finally:
         wiki.stop()
     log = wiki.log.read_text()
-    for name in [*damaged, "search/tantivy-v1"]:
+    for name in [*damaged, f"search/tantivy-v{TANTIVY_FORMAT}"]:
         assert f"set aside as {Path(name).name}.damaged-" in log, log
     assert "search index: rebuilt from storage" in log and "link graph: rebuilt from storage" in log
 
