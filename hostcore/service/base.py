@@ -92,6 +92,10 @@ class WikiBase:
         twin.proposes_only = True
         return twin
 
+    def _review_url(self, request_id: str) -> str:
+        """Where a person reviews the change request ``request_id`` in the browser."""
+        return f"{self.host.config['PUBLIC_URL'].rstrip('/')}{REVIEW_PATH}{request_id}"
+
     def _change(self, tool: str, subject: str, *, counted: bool = True) -> Change:
         """The Change a write records, made on the one change path (:func:`hostcore.service.policy.change`:
         the writes limit, room on the disk). Raises RateLimited or DiskFull before anything is written."""
@@ -137,7 +141,7 @@ class WikiBase:
             f"{tool}: {', '.join(slugs)}"[:200],
             f"{tool} by {self.principal.name}{client}, {'with' if self.proposes_only else 'in'} {why}",
         )
-        url = f"{self.host.config['PUBLIC_URL'].rstrip('/')}{REVIEW_PATH}{made['id']}"
+        url = self._review_url(made["id"])
         return {
             "proposed": made["id"],
             "review": f"not written yet ({why}): change request {made['id']} waits for someone with the review scope "

@@ -12,7 +12,7 @@ from hostcore.domain.pages import Page, check_namespace, check_slug, check_title
 from hostcore.domain.stemming import stem
 from hostcore.errors import Forbidden, NotFound, ValidationError
 from hostcore.indexes.passages import query_words
-from hostcore.service.base import REVIEW_PATH, WikiBase
+from hostcore.service.base import WikiBase
 
 if TYPE_CHECKING:
     from hostcore.service.change_requests import ChangeRequestsMixin
@@ -213,6 +213,6 @@ class PacksMixin(WikiBase):
         made = cast("ChangeRequestsMixin", self).create_change_request(
             [change], f"Context pack {slug}"[:200], reason, description=f"A context pack: {title}", source=source
         )
-        url = f"{self.host.config['PUBLIC_URL'].rstrip('/')}{REVIEW_PATH}{made['id']}"
+        url = self._review_url(made["id"])
         return {"proposed": made["id"], "slug": slug, "review_url": url,
                 "review": f"not saved yet: change request {made['id']} waits for a person to review it at {url}; tell the person"}  # fmt: skip

@@ -29,7 +29,6 @@ from hostcore.domain.pages import Page, namespace_of, page_path, slug_from_path
 from hostcore.errors import NotFound, ValidationError
 from hostcore.seams.storage import Revision
 from hostcore.service.activity import ActivityMixin
-from hostcore.service.base import REVIEW_PATH
 from hostcore.service.change_requests import ChangeRequestsMixin
 from hostcore.service.history import RECENT_SCAN_LIMIT, HistoryMixin
 
@@ -116,7 +115,7 @@ class UndoMixin(ChangeRequestsMixin, HistoryMixin, ActivityMixin):
             description=f"Not reverted (changed by others since, or moved):\n\n{listed}" if conflicts else "",
         )  # fmt: skip
         result["proposed"] = made["id"]
-        result["review_url"] = f"{self.host.config['PUBLIC_URL'].rstrip('/')}{REVIEW_PATH}{made['id']}"
+        result["review_url"] = self._review_url(made["id"])
         return result
 
     def _undo_scope(self, principal: str | None, session: str | None, grant: str | None, since: str) -> tuple[str, set[str] | None]:
