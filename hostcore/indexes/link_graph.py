@@ -302,10 +302,6 @@ class LinkGraph(DerivedIndex):
                     found[slug] = (title, json.loads(tags))
         return found
 
-    def existing(self, slugs: Collection[str]) -> set[str]:
-        """Those of ``slugs`` that are pages."""
-        return set(self.facts(slugs))
-
     def dangling(
         self, sources: Collection[str] | None, targets: Collection[str] | None, limit: int
     ) -> tuple[list[DanglingLink], int]:
