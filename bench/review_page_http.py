@@ -13,10 +13,8 @@ connection. Prints p50/p95 with the machine's load; never asserts timings.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -28,23 +26,15 @@ import anyio
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from web_pages_http import Server
 
 from tests.e2e.conftest import mcp_session
 
 PORT = 8393
 BASE = f"http://127.0.0.1:{PORT}"
 PARAGRAPH = "Part {i}: the service keeps its settings in one file and reloads them when the file changes. "
-
-
-def wait_healthy() -> None:
-    for _ in range(300):
-        try:
-            if httpx.get(f"{BASE}/_/health").status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the server did not answer /_/health")
 
 
 async def proposed(token: str) -> str:
@@ -68,11 +58,9 @@ def main() -> None:
     made = subprocess.run([hostcore, "--instance", instance, "token", "create", "--name", "bench", "--scope", "admin"],
                           check=True, capture_output=True, text=True)  # fmt: skip
     token = re.search(r"hc_[A-Za-z0-9_-]+", made.stdout).group(0)  # type: ignore[union-attr]
-    env = {**os.environ, "HOSTCORE_RATE_LIMITS": json.dumps({"requests": "off", "writes": "off"})}
-    server = subprocess.Popen([hostcore, "--instance", instance, "serve", "--bind", f"127.0.0.1:{PORT}"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    server = Server(hostcore, instance, PORT)
+    server.start()
     try:
-        wait_healthy()
         request = anyio.run(proposed, token)
         with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             for view in ("", "?view=split"):
@@ -89,8 +77,7 @@ def main() -> None:
                 print(f"GET /_/review/<id>{view or ' (inline)'}: 50 page diffs, {len(answer.content) // 1024} KB: "
                       f"p50 {statistics.median(spent):.1f} ms, p95 {spent[28]:.1f} ms   load {os.getloadavg()[0]:.2f}")  # fmt: skip
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
+        server.stop()
 
 
 if __name__ == "__main__":
