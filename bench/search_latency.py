@@ -9,7 +9,7 @@ tantivy plugin instead; pages from
 ``bench/search_engines.py``'s corpus, imported in one ``storage.apply`` batch, then indexed by
 host start-up). Then one process per variant serves it in-process (Flask's test client, so no
 network): this tree, and with ``--compare REV`` the code of git revision REV (``git archive`` of
-``hostcore`` and ``plugins/sqlite-search``, on ``PYTHONPATH``; a revision with another index format
+``hostcore``, ``plugins/sqlite-search`` and ``plugins/tantivy``, on ``PYTHONPATH``; a revision with another index format
 builds its own index file at its start-up, untimed). The parent sends each query to the variants in
 turns (who goes first alternates), so load from elsewhere on the machine falls on both alike.
 
@@ -260,7 +260,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=50000)
     ap.add_argument("--rounds", type=int, default=20, help="queries of each shape")
-    ap.add_argument("--compare", metavar="REV", help="also serve git revision REV's hostcore and sqlite-search, in turns with this tree")
+    ap.add_argument("--compare", metavar="REV", help="also serve git revision REV's hostcore and search engines, in turns with this tree")
     ap.add_argument("--engine", default="sqlite", choices=("sqlite", "tantivy"), help="SEARCH of a new instance (default: sqlite)")
     ap.add_argument("--keep", help="instance folder, kept and reused by later runs (default: a temporary one)")
     ap.add_argument("--serve", help=argparse.SUPPRESS)
@@ -280,10 +280,12 @@ def main() -> None:
             old = work / "old"
             old.mkdir()
             archive = subprocess.run(
-                ["git", "-C", str(ROOT), "archive", args.compare, "hostcore", "plugins/sqlite-search"], capture_output=True, check=True
+                ["git", "-C", str(ROOT), "archive", args.compare, "hostcore", "plugins/sqlite-search", "plugins/tantivy"],
+                capture_output=True,
+                check=True,
             ).stdout
             subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-            variants.append(Variant(args.compare, instance, f"{old}:{old}/plugins/sqlite-search"))
+            variants.append(Variant(args.compare, instance, f"{old}:{old}/plugins/sqlite-search:{old}/plugins/tantivy"))
         for variant in variants:  # warm up: the first calls of a process fill caches
             for _, arguments in queries[:40]:
                 variant.ask(dict(arguments))
