@@ -192,8 +192,9 @@ def test_wordllama_embeds_offline_from_its_wheel():
 
 
 def test_loading_wordllama_leaves_the_root_logger_alone():
-    """wordllama's inference module calls logging.basicConfig(level=INFO) when imported: loading
-    the model must not give the root logger a handler at INFO, even for the moment of the import
+    """wordllama's inference module calls logging.basicConfig(level=INFO) when imported: the
+    embedder's load does not import it, and loading its own model (``load_model``, which does)
+    must not give the root logger a handler at INFO, even for the moment of the import
     (other threads' INFO lines went to the server log unformatted). A fresh interpreter, since the
     import happens once; the probe records whether each basicConfig call would configure."""
     probe = (
@@ -203,12 +204,16 @@ def test_loading_wordllama_leaves_the_root_logger_alone():
         "    effective.append(not root.handlers)\n"
         "    original(**kwargs)\n"
         "logging.basicConfig = spy\n"
-        "from hostcore_wordllama import WordLlamaEmbedder\n"
+        "import sys\n"
+        "from hostcore_wordllama import WordLlamaEmbedder, load_model\n"
         "WordLlamaEmbedder().load()\n"
-        "print(len(effective), any(effective), len(root.handlers), logging.getLevelName(root.level))\n"
+        "imported = 'wordllama' in sys.modules\n"
+        "load_model()\n"
+        "print(len(effective), any(effective), len(root.handlers), logging.getLevelName(root.level), imported)\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    calls, configured, handlers, level = out.stdout.split()
+    calls, configured, handlers, level, imported = out.stdout.split()
+    assert imported == "False", "the embedder's load reads the model's files without importing wordllama's code"
     assert int(calls) >= 1, "wordllama no longer calls basicConfig: the guard may go"
     assert (configured, handlers, level) == ("False", "0", "WARNING"), out.stdout + out.stderr
 
@@ -336,8 +341,10 @@ class LoadingEmbedder(HashingEmbedder):
 
 def test_a_starting_wiki_loads_the_model_in_the_background_before_any_save(tmp_path):
     """Loading a model holds the interpreter for a while (WordLlama's ~0.4 s): left to the first
-    save's indexing, it stalled every request of a worker under load. The passage thread loads it
-    as the wiki starts, once, and a command that never embeds (start=False) never loads it."""
+    save's indexing, it stalled every request of a worker under load; done as the worker starts,
+    it slowed the start. With nothing to embed, a thread of the passage index loads it
+    PRELOAD_SECONDS after the wiki starts, once, and a command that never embeds (start=False)
+    never loads it."""
 
     class Plugin:
         __name__ = "loading_plugin"
@@ -354,7 +361,7 @@ def test_a_starting_wiki_loads_the_model_in_the_background_before_any_save(tmp_p
         deadline = time.monotonic() + 10
         while not LoadingEmbedder.loads and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert LoadingEmbedder.loads == [("passage index", 0)]  # its thread, before any embedding
+        assert LoadingEmbedder.loads == [("passage index: model", 0)]  # its thread, before any embedding
         host.wiki(SYSTEM).save_namespace("notes", title="Notes")
         host.wiki(SYSTEM).save_page("notes/a", body="a page")
         indexed(host)

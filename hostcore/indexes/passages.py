@@ -35,6 +35,7 @@ import html
 import logging
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ CHUNK_CHARS = 600  # a static embedding averages its words: short passages keep 
 MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a longer text is not indexed
 STEP_DOCUMENTS = 256  # documents indexed in one bounded step: one storage pass, one embedding call, one transaction
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
+PRELOAD_SECONDS = 2.0  # after a start with nothing to embed, the model is loaded this much later
 BACKGROUND_NICE = 10  # the embedding thread's nice value above the process's: searches and saves come first
 CANDIDATES = 100  # passages taken from each ranking into the fusion
 MAX_FOLLOWED = 1000  # changed paths looked up one by one for the answers' check; beyond, storage is listed whole
@@ -232,6 +234,7 @@ class PassageIndex(DerivedIndex):
             self._work, "passage index", what="passage index", gap=ROUND_SECONDS, nice=BACKGROUND_NICE, logger=log
         )
         self._load = False  # start(): the background thread loads the embedder's model first
+        self._preload: threading.Timer | None = None  # or PRELOAD_SECONDS later, when nothing waits
         self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
 
     def _sign(self, db: sqlite3.Connection) -> None:
@@ -304,8 +307,10 @@ class PassageIndex(DerivedIndex):
     # --- indexing ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Let the background thread load the embedder's model (and index what is pending) now,
-        so the first save does not wait for the model (see Embedder.load)."""
+        """Let the background thread load the embedder's model (and index what is pending): at
+        once when documents wait, else PRELOAD_SECONDS later, once the worker serves (loading
+        holds the interpreter: it slowed a worker's start by half a second); either way before a
+        save or a search is likely to need it (see Embedder.load)."""
         if self.embedder is not None:
             self._load = True
             self.kick()
@@ -321,10 +326,15 @@ class PassageIndex(DerivedIndex):
 
     def _work(self) -> None:
         """One round of the background thread: every pending document, in steps."""
+        started, done, before = time.monotonic(), 0, self.pending()
         if self._load and self.embedder is not None:  # once: the first save must not wait for it
             self._load = False
-            self.embedder.load()
-        started, done, before = time.monotonic(), 0, self.pending()
+            if before:
+                self.embedder.load()
+            else:  # nothing to embed: not while the worker starts (it held the interpreter then)
+                self._preload = threading.Timer(PRELOAD_SECONDS, self._load_model)
+                self._preload.name, self._preload.daemon = "passage index: model", True
+                self._preload.start()
         while not self._worker.stopping and before:
             left = self.step()
             done += max(before - left, 0)
@@ -774,8 +784,17 @@ class PassageIndex(DerivedIndex):
         norm = float(np.linalg.norm(mean))
         return mean / norm if norm else mean
 
+    def _load_model(self) -> None:
+        try:
+            if self.embedder is not None:
+                self.embedder.load()
+        except Exception:  # its first use loads it again and says why it cannot
+            log.exception("loading the embedder's model failed")
+
     def close(self) -> None:
         """Stop the background thread (after the document it is at) and close the files."""
+        if self._preload is not None:
+            self._preload.cancel()
         self._worker.stop(finish=False)
         self.db.close()
         if self.vectors is not None:

@@ -19,6 +19,7 @@ own model object (:func:`load_model`) is never built to embed: it holds a float3
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import re
@@ -44,8 +45,12 @@ MAX_WORDS = 50_000  # words whose tokens a process keeps (a few MB); past it the
 
 
 def model_folder() -> Path:
-    """The ``wordllama`` package's folder, checked to hold the model's files."""
-    root = Path(_import_wordllama().__file__).parent
+    """The ``wordllama`` package's folder, checked to hold the model's files: found, not imported
+    (importing it lengthened each worker's start; only :func:`load_model` needs the package's code)."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or spec.origin is None:
+        raise StartupError("the wordllama package is not installed; install the version hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')")
+    root = Path(spec.origin).parent
     missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
     if missing:
         raise StartupError(
