@@ -309,7 +309,7 @@ class PassageIndex(DerivedIndex):
     def start(self) -> None:
         """Let the background thread load the embedder's model (and index what is pending): at
         once when documents wait, else PRELOAD_SECONDS later, once the worker serves (loading
-        holds the interpreter: it slowed a worker's start by half a second); either way before a
+        holds the interpreter: done as the worker started, it slowed the start); either way before a
         save or a search is likely to need it (see Embedder.load)."""
         if self.embedder is not None:
             self._load = True

@@ -41,6 +41,7 @@ _model: Any = None
 _words: Words | None = None
 _loading = threading.Lock()
 _PIECE = re.compile(r" *[^ ]+| +$")
+INSTALL = "install the version hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')"
 MAX_WORDS = 50_000  # words whose tokens a process keeps (a few MB); past it the cache starts again
 
 
@@ -49,14 +50,11 @@ def model_folder() -> Path:
     (importing it lengthened each worker's start; only :func:`load_model` needs the package's code)."""
     spec = importlib.util.find_spec("wordllama")
     if spec is None or spec.origin is None:
-        raise StartupError("the wordllama package is not installed; install the version hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')")
+        raise StartupError(f"the wordllama package is not installed; {INSTALL}")
     root = Path(spec.origin).parent
     missing = [name for name in (WEIGHTS, TOKENIZER) if not (root / name).exists()]
     if missing:
-        raise StartupError(
-            f"the wordllama package at {root} lacks {', '.join(missing)}; install the version "
-            "hostcore-embed-wordllama names (pip install 'wordllama==0.4.0.post1')"
-        )
+        raise StartupError(f"the wordllama package at {root} lacks {', '.join(missing)}; {INSTALL}")
     return root
 
 
