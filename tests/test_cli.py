@@ -175,6 +175,40 @@ def test_the_connection_board_gives_each_live_worker_its_own_slot():
     assert board.counts() == [3]  # the new worker has not published yet
 
 
+def test_the_board_counts_each_workers_requests_while_they_are_answered(monkeypatch):
+    """Each worker publishes the requests its threads are answering; the board sums the live
+    workers' (what the embedding gives way to), and a request that raised counts no more."""
+    import threading
+
+    from gunicorn.workers.gthread import ThreadWorker
+
+    from hostcore.cli.workers import Board, Worker
+
+    board = Board(slots=2)
+    seen: list[int] = []
+
+    def answer(self, req, conn):
+        seen.append(board.in_flight())
+        if req == "bad":
+            raise OSError("the client went away")
+        return True
+
+    monkeypatch.setattr(ThreadWorker, "handle_request", answer)
+    worker = Worker.__new__(Worker)
+    worker.board, worker.slot, worker.nr_conns = board, 0, 1
+    worker._serving = threading.local()  # what gunicorn's constructor would have made
+    board.publish(0, 1)
+    board.publish(1, 1)
+    board.flying(1, 2)  # the other worker answers two
+    assert board.in_flight() == 2 and sorted(board.counts()) == [1, 1]
+    assert worker.handle_request("req", None) is True
+    with pytest.raises(OSError):
+        worker.handle_request("bad", None)
+    assert seen == [3, 3] and board.in_flight() == 2
+    board.release(1)
+    assert board.in_flight() == 0
+
+
 def test_a_worker_warms_every_thread_of_its_pool_before_serving(tmp_path):
     """Each thread of a worker's pool makes its MCP transport (event loop and SDK instance) before
     the first connection, not on its first request (64 writers starting at once met every thread

@@ -157,3 +157,47 @@ def test_a_nice_worker_runs_below_the_threads_that_kick_it():
     assert plain_nice == before and lowered == min(19, before + 5) and thread != threading.get_native_id()
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
     assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == before  # the main thread is the process's id
+
+
+def test_a_job_gives_way_while_requests_are_served_unless_someone_waits_for_it():
+    """A job's checkpoint (``give_way``) pauses while the server says requests are in flight, at
+    most GIVE_WAY_MOST each time (a stream of requests slows the job, never stops it); at once
+    when none are, and at once when a caller waits for the job (it would wait for itself)."""
+    from hostcore.seams import worker as seam
+
+    paused: list[float] = []
+    hold = threading.Event()
+
+    def job() -> None:
+        hold.wait(30)
+        paused.append(worker.give_way())
+
+    worker = CoalescingWorker(job, "gives way")
+    requests = [0]
+    seam.serving_from(lambda: requests[0])
+    try:
+        hold.set()
+        worker.kick()  # nothing served: no pause
+        assert worker.wait(10)
+        requests[0] = 2
+        worker.kick()  # requests in flight the whole time: the longest pause, then on
+        deadline = time.monotonic() + 10
+        while len(paused) < 2 and time.monotonic() < deadline:  # not wait(): the job would not give way to it
+            time.sleep(0.005)
+        hold.clear()
+        worker.kick()  # a caller waits for the job: it does not give way
+        waiter = threading.Thread(target=worker.wait, args=(10,))
+        waiter.start()
+        time.sleep(0.05)
+        hold.set()
+        waiter.join(10)
+        assert not waiter.is_alive()
+        requests[0] = 0
+        assert seam.serving() == 0
+    finally:
+        seam.serving_from(None)
+        worker.stop()
+    assert paused[0] == 0.0
+    assert seam.GIVE_WAY_MOST <= paused[1] < 10
+    assert paused[2] == 0.0
+    assert seam.serving() == 0  # outside a server nothing is served

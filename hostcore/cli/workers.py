@@ -15,6 +15,9 @@ share plus :data:`SLACK` answers its next request with ``Connection: close``: th
 (HTTP clients do so by themselves) and a less loaded worker takes it. With 64 writers on two
 workers: 32 and 32.
 
+The board also holds each worker's requests in flight: background work that may wait (the embedding
+catching up) pauses while there are any (:func:`hostcore.seams.worker.serving_from`).
+
 The worker is :class:`hostcore.cli.intake.IntakeWorker`: gthread reading each request in its event
 loop before a thread takes it, so slow clients hold no thread.
 
@@ -37,17 +40,21 @@ import threading
 from typing import Any
 
 from hostcore.cli.intake import IntakeWorker
+from hostcore.seams.worker import serving_from
 
 log = logging.getLogger("hostcore.serve")
 
 SLACK = 1  # connections a worker may hold above the least loaded (to accept) or an even share (to keep)
 SLOTS = 128  # workers the board has room for, those being replaced included
 HELD_BACK_WAIT = 0.01  # seconds a worker held back from accepting waits before it looks at the board again
-_SLOT = struct.Struct("=ii")  # a worker's pid (0: free) and its open connections
+_SLOT = struct.Struct("=iii")  # a worker's pid (0: free), its open connections and its requests in flight
+_HEAD = struct.Struct("=ii")  # the pid and the connections, published together
+_FLIGHT = struct.Struct("=i")  # the requests in flight, after them
 
 
 class Board:
-    """A slot per worker, its pid and its open connections, in memory shared across the fork."""
+    """A slot per worker, its pid, its open connections and its requests in flight, in memory shared
+    across the fork."""
 
     def __init__(self, slots: int = SLOTS) -> None:
         self.slots = slots
@@ -65,14 +72,22 @@ class Board:
         return -1
 
     def publish(self, slot: int, connections: int) -> None:
-        _SLOT.pack_into(self._memory, slot * _SLOT.size, os.getpid(), connections)
+        _HEAD.pack_into(self._memory, slot * _SLOT.size, os.getpid(), connections)
+
+    def flying(self, slot: int, requests: int) -> None:
+        """Publish the requests the worker in ``slot`` is answering now."""
+        _FLIGHT.pack_into(self._memory, slot * _SLOT.size + _HEAD.size, requests)
 
     def release(self, slot: int) -> None:
-        _SLOT.pack_into(self._memory, slot * _SLOT.size, 0, 0)
+        _SLOT.pack_into(self._memory, slot * _SLOT.size, 0, 0, 0)
 
     def counts(self) -> list[int]:
         """The open connections of each worker that has published."""
-        return [connections for pid, connections in _SLOT.iter_unpack(self._memory) if pid]  # read twice a request: in C
+        return [connections for pid, connections, _ in _SLOT.iter_unpack(self._memory) if pid]  # read twice a request: in C
+
+    def in_flight(self) -> int:
+        """The requests all the workers are answering now."""
+        return sum(requests for pid, _, requests in _SLOT.iter_unpack(self._memory) if pid)
 
 
 BOARD = Board()
@@ -86,6 +101,8 @@ class Worker(IntakeWorker):
     slot = -1
     _limit = 0
     _held_back = False  # not listening because another worker holds fewer connections
+    _flying = 0  # requests this worker's threads are answering
+    _flight_lock = threading.Lock()
 
     @property
     def worker_connections(self) -> int:
@@ -123,6 +140,8 @@ class Worker(IntakeWorker):
 
         self.warm_threads()
         trim_malloc_periodically()
+        if self.board is not None and self.slot >= 0:
+            serving_from(self.board.in_flight)
         super().run()
 
     def warm_threads(self) -> None:
@@ -154,7 +173,18 @@ class Worker(IntakeWorker):
             share = -(-sum(counts) // max(1, len(counts)))
             if self.nr_conns > share + SLACK:
                 req.must_close = True
+            self._fly(+1)
+            try:
+                return super().handle_request(req, conn)
+            finally:
+                self._fly(-1)
         return super().handle_request(req, conn)
+
+    def _fly(self, change: int) -> None:
+        with self._flight_lock:
+            self._flying += change
+            assert self.board is not None
+            self.board.flying(self.slot, self._flying)
 
 
 # gunicorn settings (``hostcore serve`` sets them; ``gunicorn -c python:hostcore.cli.workers``

@@ -68,6 +68,7 @@ MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a 
 STEP_DOCUMENTS = 256  # documents indexed in one bounded step: one storage pass, one embedding call, one transaction
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
 PRELOAD_SECONDS = 2.0  # after a start with nothing to embed, the model is loaded this much later
+EMBED_SLICE = 8  # passages embedded between two looks at the requests in flight (a few milliseconds)
 BACKGROUND_NICE = 10  # the embedding thread's nice value above the process's: searches and saves come first
 CANDIDATES = 100  # passages taken from each ranking into the fusion
 MAX_FOLLOWED = 1000  # changed paths looked up one by one for the answers' check; beyond, storage is listed whole
@@ -355,11 +356,21 @@ class PassageIndex(DerivedIndex):
             for path, ask in taken:
                 if self._worker.stopping:
                     break
+                self._worker.give_way()
                 made.append((path, ask, *self._read(path, held.get(path))))
             texts = [piece for *_, got in made if got is not None for _, piece in got[1]]
-            vectors = self.embedder.embed(texts) if texts and self.embedder is not None else None
+            vectors = self._embed(texts) if texts and self.embedder is not None else None
             self._write(made, vectors)
         return self.pending()
+
+    def _embed(self, texts: list[str]) -> Vectors:
+        """``texts`` embedded in slices of ``EMBED_SLICE``, giving way to requests between them."""
+        assert self.embedder is not None
+        slices = []
+        for first in range(0, len(texts), EMBED_SLICE):
+            self._worker.give_way()
+            slices.append(self.embedder.embed(texts[first : first + EMBED_SLICE]))
+        return np.concatenate(slices) if len(slices) > 1 else slices[0]
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, query: str, keys: Sequence[object]) -> dict:

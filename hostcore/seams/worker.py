@@ -6,7 +6,10 @@ and returns at once; a thread of this process runs the job soon after; asks that
 runs, or within ``gap`` seconds of its start, are taken by its next run, in one go (a save after a
 quiet spell is taken at once); :meth:`wait` waits for every ask so far (taking a run the gap holds
 back at once); :meth:`stop` finishes (or drops) what was asked and ends the thread. Work that
-may wait (embedding a whole wiki) runs at a lower CPU priority (``nice``), so requests come first.
+may wait (embedding a whole wiki) runs at a lower CPU priority (``nice``), so requests come first,
+and gives way (:meth:`CoalescingWorker.give_way`) while the server says requests are being answered
+(:func:`serving_from`): on two cores a search beside the embedding lost more to it (the interpreter
+lock, the caches) than the priority could give back.
 """
 
 from __future__ import annotations
@@ -21,6 +24,28 @@ from collections.abc import Callable
 from hostcore.errors import Unavailable
 
 log = logging.getLogger("hostcore.worker")
+
+GIVE_WAY_MOST = 0.02  # seconds a job waits for requests at a checkpoint at most: a stream of them slows it, never stops it
+GIVE_WAY_POLL = 0.001  # seconds between looks at the requests in flight while giving way
+
+
+def _nothing_served() -> int:
+    return 0
+
+
+_serving: Callable[[], int] = _nothing_served
+
+
+def serving_from(probe: Callable[[], int] | None) -> None:
+    """Where this process learns how many requests this machine's server answers now
+    (``hostcore serve``'s workers give theirs, shared across its processes; None: none known)."""
+    global _serving
+    _serving = probe or _nothing_served
+
+
+def serving() -> int:
+    """Requests this machine's server is answering now, as far as this process knows (0 outside a server)."""
+    return _serving()
 
 
 class CoalescingWorker:
@@ -81,6 +106,18 @@ class CoalescingWorker:
             self._forked()
             if self.every > 0 and self._thread is None and not self._stopping:
                 self._launch()
+
+    def give_way(self) -> float:
+        """A checkpoint for a job that may wait: while requests are being answered (:func:`serving`)
+        and nobody waits for this job (:meth:`wait`), pause, up to ``GIVE_WAY_MOST`` seconds; the
+        seconds it paused. Call it between slices of a few milliseconds of work."""
+        if self._hurry or self._stopping or not _serving():
+            return 0.0
+        started = time.monotonic()
+        deadline = started + GIVE_WAY_MOST
+        while _serving() and not (self._hurry or self._stopping) and time.monotonic() < deadline:
+            time.sleep(GIVE_WAY_POLL)
+        return time.monotonic() - started
 
     def kick(self) -> None:
         """Run the job soon (now, unless a run started less than ``gap`` seconds ago)."""
