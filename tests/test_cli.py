@@ -196,7 +196,7 @@ def test_the_board_counts_each_workers_requests_while_they_are_answered(monkeypa
     monkeypatch.setattr(ThreadWorker, "handle_request", answer)
     worker = Worker.__new__(Worker)
     worker.board, worker.slot, worker.nr_conns = board, 0, 1
-    worker._serving = threading.local()  # what gunicorn's constructor would have made
+    worker._serving, worker._flight_lock = threading.local(), threading.Lock()  # what init_process makes
     board.publish(0, 1)
     board.publish(1, 1)
     board.flying(1, 2)  # the other worker answers two

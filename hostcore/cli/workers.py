@@ -101,8 +101,11 @@ class Worker(IntakeWorker):
     slot = -1
     _limit = 0
     _held_back = False  # not listening because another worker holds fewer connections
-    _flying = 0  # requests this worker's threads are answering
-    _flight_lock = threading.Lock()
+    _flying = 0  # requests this worker's threads are answering (counted under _flight_lock)
+
+    def init_process(self) -> None:
+        self._flight_lock = threading.Lock()
+        super().init_process()
 
     @property
     def worker_connections(self) -> int:
@@ -168,19 +171,20 @@ class Worker(IntakeWorker):
     def handle_request(self, req: Any, conn: Any) -> Any:
         """Serve ``req``; its response closes the connection while this worker holds more than an
         even share (gunicorn says ``Connection: close`` and closes it once answered)."""
-        if self.board is not None and self.slot >= 0:
-            counts = self.board.counts()
-            share = -(-sum(counts) // max(1, len(counts)))
-            if self.nr_conns > share + SLACK:
-                req.must_close = True
-            self._fly(+1)
-            try:
-                return super().handle_request(req, conn)
-            finally:
-                self._fly(-1)
-        return super().handle_request(req, conn)
+        if self.board is None or self.slot < 0:
+            return super().handle_request(req, conn)
+        counts = self.board.counts()
+        share = -(-sum(counts) // max(1, len(counts)))
+        if self.nr_conns > share + SLACK:
+            req.must_close = True
+        self._fly(+1)
+        try:
+            return super().handle_request(req, conn)
+        finally:
+            self._fly(-1)
 
     def _fly(self, change: int) -> None:
+        """Count a request that starts (+1) or ends (-1) and publish the count on the board."""
         with self._flight_lock:
             self._flying += change
             assert self.board is not None
