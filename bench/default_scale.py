@@ -37,7 +37,8 @@ For each size N it:
 8. disk: the instance folder's size over the Markdown it holds, and the passage file's size.
 
 With several sizes it ends with one growth table of these figures. ``--keep DIR`` keeps the
-instances under ``DIR/<N>/`` and reuses them (the catch-up then goes on from where it was);
+instances under ``DIR/<N>/`` and reuses them (the catch-up then goes on from where it was;
+the writers' commits of earlier runs stay in the repository, and in the disk figure);
 ``--quick`` is a smoke run (few queries, short caps). It prints figures and never asserts.
 """
 
@@ -314,11 +315,11 @@ def follow_catchup(server: Server, cap: float, poll: float, began: float, figure
             f"health {health.get('status')}  (status took {status_s:.1f} s)  load {load():.2f}")  # fmt: skip
         if pending == 0 and indexed > 0:
             steady = f", {(indexed - first[1]) / (now - first[0]):.0f}/s from the first look" if first else ""
-            figures.catchup = f"done {now:.0f} s after launch{steady}"
+            figures.catchup = f"{now:.0f} s, {(indexed - first[1]) / (now - first[0]):.0f}/s" if first else f"{now:.0f} s"
             say(f"  caught up {now:.0f} s after the launch: {indexed / now:.0f} pages/s from the launch{steady}")
             return True
         if now > cap:
-            figures.catchup = f"{pending} pending at {now:.0f} s"
+            figures.catchup = f"{pending} left, {now:.0f} s"
             say(f"  NOT caught up after the {cap:.0f} s cap: {pending} pending, {indexed} indexed")
             return False
         last = (now, indexed)
@@ -472,7 +473,7 @@ def measure(pages: int, folder: Path, args: argparse.Namespace) -> Figures:
             calls += search_phase("while embedding catches up", servers, queries, figures, args.search_cap)
             caught_up = follow_catchup(meaning, args.catchup_cap, args.poll, catchup_began, figures)
         else:
-            figures.catchup = f"done within {time.perf_counter() - catchup_began:.0f} s"
+            figures.catchup = f"within {time.perf_counter() - catchup_began:.0f} s"
         calls += search_phase(
             "after catch-up" if caught_up else "catch-up NOT finished", servers, queries, figures, args.search_cap
         )
@@ -539,7 +540,7 @@ def growth_table(rows: list[Figures]) -> None:
             lambda f: next((v for k, v in f.heap.items() if "searches" in k and k.endswith(MEANING)), "-"),
         ),
         ("anonymous MB after writers, default", lambda f: f.heap.get(f"after the writers/{MEANING}", "-")),
-        ("embedding catch-up", lambda f: f.catchup),
+        ("embedding catch-up: s after launch, pages/s", lambda f: f.catchup),
         ("saves/s, this wiki", lambda f: f.saves.get(MEANING, ("-",))[0]),
         ("saves/s, fresh small wiki", lambda f: f.saves.get(SMALL, ("-",))[0]),
         ("save p99 ms, this wiki", lambda f: f.saves.get(MEANING, ("-", "-"))[1]),
@@ -551,9 +552,9 @@ def growth_table(rows: list[Figures]) -> None:
         ("instance size / Markdown", lambda f: f.disk_ratio),
         ("passage files MB", lambda f: f.passages_mb),
     ]
-    say(f"{'pages':42}" + "".join(f"{f.pages:>16}" for f in rows))
+    say(f"{'pages':46}" + "".join(f"{f.pages:>16}" for f in rows))
     for name, get in fields:
-        say(f"{name:42}" + "".join(f"{cell(get(f)):>16}" for f in rows))
+        say(f"{name:46}" + "".join(f"{cell(get(f)):>16}" for f in rows))
 
 
 def main() -> None:

@@ -241,6 +241,31 @@ def test_a_worker_warms_every_thread_of_its_pool_before_serving(tmp_path):
         app.extensions["hostcore"].close()
 
 
+def test_a_worker_hands_the_interpreter_lock_over_sooner_before_it_serves(monkeypatch):
+    """A request beside a thread computing in Python (the embedding catching up) waits for the
+    interpreter lock at each handover: the worker shortens Python's wait before asking the holder
+    to let go (Python's default) to SWITCH_INTERVAL, before it serves, for every thread of the process."""
+    import sys
+
+    from gunicorn.workers.gthread import ThreadWorker
+
+    from hostcore.cli import arenas
+    from hostcore.cli.workers import SWITCH_INTERVAL, Worker
+
+    served_with: list[float] = []
+    monkeypatch.setattr(ThreadWorker, "run", lambda self: served_with.append(sys.getswitchinterval()))
+    monkeypatch.setattr(Worker, "warm_threads", lambda self: None)
+    monkeypatch.setattr(arenas, "trim_malloc_periodically", lambda: None)
+    before = sys.getswitchinterval()
+    assert before > SWITCH_INTERVAL  # Python's own default is what the worker changes
+    worker = Worker.__new__(Worker)  # no board: gunicorn run without hostcore's pre_fork
+    try:
+        worker.run()
+    finally:
+        sys.setswitchinterval(before)
+    assert served_with == [SWITCH_INTERVAL]
+
+
 def test_a_worker_held_back_by_the_board_looks_again_soon(monkeypatch):
     """A worker ahead of the least loaded one stops listening and, in gthread's loop, would look
     at the board again only after an event or its 1 s wait: 64 clients connecting at once were

@@ -36,6 +36,7 @@ import logging
 import mmap
 import os
 import struct
+import sys
 import threading
 from typing import Any
 
@@ -47,6 +48,7 @@ log = logging.getLogger("hostcore.serve")
 SLACK = 1  # connections a worker may hold above the least loaded (to accept) or an even share (to keep)
 SLOTS = 128  # workers the board has room for, those being replaced included
 HELD_BACK_WAIT = 0.01  # seconds a worker held back from accepting waits before it looks at the board again
+SWITCH_INTERVAL = 0.001  # seconds a thread waits for the interpreter lock before it asks the holder to let go
 _SLOT = struct.Struct("=iii")  # a worker's pid (0: free), its open connections and its requests in flight
 _HEAD = struct.Struct("=ii")  # the pid and the connections, published together
 _FLIGHT = struct.Struct("=i")  # the requests in flight, after them
@@ -138,9 +140,16 @@ class Worker(IntakeWorker):
 
     def run(self) -> None:
         """Warm every thread of the pool (:meth:`warm_threads`), start handing free heap memory
-        back to the system now and then (:mod:`hostcore.cli.arenas`), then serve."""
+        back to the system now and then (:mod:`hostcore.cli.arenas`), then serve.
+
+        A thread that wants the interpreter lock asks its holder to let go after
+        :data:`SWITCH_INTERVAL` (Python's default is five times as long), and a request hands the
+        lock over at each read, write or query it makes: beside a thread that computes in Python
+        (the embedding catching up, between its checkpoints) each handover cost a request up to
+        the interval again (docs/operators.md, Document search, gives the figures)."""
         from hostcore.cli.arenas import trim_malloc_periodically
 
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.warm_threads()
         trim_malloc_periodically()
         if self.board is not None and self.slot >= 0:
