@@ -12,15 +12,12 @@ import pluggy
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from hostcore.browser import sessions
 from hostcore.errors import StartupError
 from hostcore.host.config import Config, instance_folder, not_an_instance, read_config
 from hostcore.host.files import make_private, private_umask
 from hostcore.host.host import Host, backend_problems, register_backends
 from hostcore.host.logs import configure_logging
 from hostcore.host.plugins import load_plugins
-from hostcore.http import files
-from hostcore.mcp import transport
 from hostcore.service.wiki import Wiki
 
 
@@ -90,6 +87,10 @@ def create_app(
     files private when the caller has just done it (see :func:`build_host`).
     Raises ConfigError/StartupError naming what to fix.
     """
+    from hostcore.browser import sessions  # here, not above: a CLI command that only builds a host
+    from hostcore.http import files  # (status, token, check) does without the MCP SDK's imports
+    from hostcore.mcp import transport
+
     instance = instance_folder(instance_path)
     host = build_host(instance, config, plugins, defaults=defaults, private=private)
     app = Flask("hostcore", instance_path=str(instance))
@@ -110,7 +111,12 @@ def prepare_workers(host: Host) -> None:
     :func:`serving_app` would otherwise repeat: the tools' argument schemas (pydantic's schema
     generation, cached per process) and the imports the plugins' routes make (registered on a
     scratch app). Each forked worker inherits both, so it starts answering sooner. ``host`` is
-    not started: nothing here starts a thread or a connection a fork would inherit."""
+    not started: nothing here starts a thread or a connection a fork would inherit. The modules
+    :func:`create_app` imports are imported here too, so the workers inherit them."""
+    import hostcore.browser.sessions
+    import hostcore.http.files
+    import hostcore.mcp.transport  # noqa: F401
+
     for tool in host.tools.values():
         _ = tool.input_schema
     host.pm.hook.register_routes(app=Flask("hostcore-prepare"), host=host)

@@ -309,20 +309,24 @@ def test_help_imports_no_storage_search_model_or_web_library(tmp_path):
 def test_the_server_parent_prepares_what_every_worker_would_repeat(tmp_path):
     """`hostcore serve` builds the host unstarted before forking its workers, then prepares the
     tools' schemas and the routes' imports there, so each worker inherits them; without starting
-    a thread (a forked worker would inherit a dead one)."""
+    a thread (a forked worker would inherit a dead one). The host alone (what `hostcore status`,
+    `token` and `check` build) imports no MCP server transport; preparing the workers does."""
     code = (
         "import sys, threading\n"
         "from pathlib import Path\n"
         "from hostcore.app import build_host, prepare_workers\n"
         "from hostcore.seams import tool\n"
         "host = build_host(Path(sys.argv[1]), {'PLUGINS': ['fs', 'web'], 'STORAGE': 'fs'}, start=False)\n"
+        "transport = ('mcp.server.streamable_http', 'hostcore.mcp.transport')\n"
+        "alone = [m for m in transport if m in sys.modules]\n"
         "before = set(threading.enumerate())\n"
         "prepare_workers(host)\n"
         "cached = all(tool._SCHEMAS.get(id(t.input_model), (None,))[0] is t.input_model for t in host.tools.values())\n"
-        "print(cached, 'hostcore_web.views' in sys.modules, not set(threading.enumerate()) - before)\n"
+        "print(cached, 'hostcore_web.views' in sys.modules, not set(threading.enumerate()) - before,\n"
+        "      not alone, all(m in sys.modules for m in transport))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "instance")], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "True", "True"]
+    assert done.stdout.split() == ["True", "True", "True", "True", "True"]
 
 
 ARENA_PROBE = """
