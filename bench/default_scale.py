@@ -314,8 +314,9 @@ def follow_catchup(server: Server, cap: float, poll: float, began: float, figure
         say(f"  {now:7.0f} s  {indexed:7d} indexed {pending:7d} pending  {rate:7.1f} pages/s since last   "
             f"health {health.get('status')}  (status took {status_s:.1f} s)  load {load():.2f}")  # fmt: skip
         if pending == 0 and indexed > 0:
-            steady = f", {(indexed - first[1]) / (now - first[0]):.0f}/s from the first look" if first else ""
-            figures.catchup = f"{now:.0f} s, {(indexed - first[1]) / (now - first[0]):.0f}/s" if first else f"{now:.0f} s"
+            pace = f"{(indexed - first[1]) / (now - first[0]):.0f}/s" if first else ""
+            steady = f", {pace} from the first look" if pace else ""
+            figures.catchup = f"{now:.0f} s, {pace}" if pace else f"{now:.0f} s"
             say(f"  caught up {now:.0f} s after the launch: {indexed / now:.0f} pages/s from the launch{steady}")
             return True
         if now > cap:
