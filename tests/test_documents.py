@@ -119,6 +119,7 @@ def test_hook_register_embedders(tmp_path):
     try:
         assert host.embedders["hashing"] is HashingEmbedder and host.embedders["wordllama"].dimensions == 256
         assert host.passages is not None and isinstance(host.passages.embedder, HashingEmbedder)
+        assert host.passages.embedder.folder == tmp_path / "a"  # for files derived from its model
         assert {"search_attachments", "similar_pages"} <= set(host.tools)
     finally:
         host.close()

@@ -215,6 +215,8 @@ class Host(PluginHost):
         )  # fmt: skip
         name = config.get("EMBEDDER")
         embedder = self.embedders[name](self.plugin_config(name)) if name else None  # None: attachments by keyword only
+        if embedder is not None:
+            embedder.folder = self.instance_path
         self.passages = PassageIndex(self, self.instance_path / "passages.sqlite", embedder)
         self.indexes = Indexes(
             self.storage, self.instance_path, links=self.links, search=self.search, passages=self.passages,

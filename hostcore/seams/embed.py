@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -46,6 +47,10 @@ class Embedder(ABC):
     # sit near 0 for unrelated texts, E5 near 0.7); measure with bench/document_search.py.
     relevant: ClassVar[float] = 0.0
     settings: ClassVar[Mapping[str, Setting]] = {}
+    # The instance folder, where files derived from the model may be kept for every process of the
+    # wiki to share (name them after the embedder); the host sets it before anything is embedded.
+    # None: no folder (an embedder made outside a host), keep such things in memory.
+    folder: Path | None = None
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
         self.config = with_defaults(self.settings, config, f"the {self.name or type(self).__name__} embedder")

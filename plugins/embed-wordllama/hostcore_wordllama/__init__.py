@@ -15,13 +15,23 @@ merges never cross a space, so each space-separated word is tokenized alone here
 process (:class:`Words`), and a passage's vector is the mean of its words' token vectors: the same
 tokens, hence the same vector (texts of spaces only aside), at a fraction of the cost. WordLlama's
 own model object (:func:`load_model`) is never built to embed: it holds a float32 copy of the table.
+
+A text's vector sums its tokens' rows of the table, which the wheel stores as float16: numpy adds
+float16 rows converting each number in software, which cost more than half of the embedding. So
+the table is read as float32 from a file the plugin derives once in the instance folder
+(:data:`TABLE_FILE`, 32 MB, memory-mapped: the page cache holds it once for every worker), checked
+against the wheel's at each load and written again when missing or different (:func:`float32_table`).
+Words new to a process are tokenized one by one: the tokenizer's batch call spreads a handful of
+words over threads that then spin, using a core beside the embedding for nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -36,7 +46,10 @@ from hostcore import Embedder, StartupError, Vectors, hookimpl, unit_rows
 WEIGHTS = "weights/l2_supercat_256.safetensors"
 TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 BATCH = 256  # texts embedded at once
+TABLE_FILE = "wordllama.table.npy"  # in the instance folder: the table as float32 (see the module's docstring)
+ROWS_AT_ONCE = 2048  # rows of the table converted or compared at once (a few MB of floats)
 
+log = logging.getLogger("hostcore.wordllama")
 _model: Any = None
 _words: Words | None = None
 _loading = threading.Lock()
@@ -87,16 +100,57 @@ def mapped_table(path: Path, name: str = "embedding.weight") -> npt.NDArray[Any]
     return np.memmap(path, dtype=dtype, mode="r", offset=8 + size + first, shape=tuple(entry["shape"]))
 
 
+def float32_table(source: npt.NDArray[Any], path: Path | None) -> npt.NDArray[np.float32]:
+    """``source`` as float32: memory-mapped from the ``.npy`` file ``path`` when it holds exactly
+    that, else written there first (to a file beside it, then renamed over it: a process that
+    mapped the old one keeps reading it whole); in memory when ``path`` is None."""
+    if path is None:
+        return np.asarray(source, dtype=np.float32)
+    try:
+        found = np.load(path, mmap_mode="r")
+        if found.dtype == np.float32 and found.shape == source.shape and _same(found, source):
+            return found
+        log.warning("wordllama: %s is not the model's table; writing it again", path)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:  # damaged: not an .npy file, or cut short
+        log.warning("wordllama: %s is unreadable (%s); writing it again", path, exc)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    try:
+        made = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=source.shape)
+        for first in range(0, source.shape[0], ROWS_AT_ONCE):
+            made[first : first + ROWS_AT_ONCE] = source[first : first + ROWS_AT_ONCE]
+        made.flush()
+        del made
+        os.replace(partial, path)
+    except OSError as exc:  # a full disk or a read-only folder: this process keeps its own copy
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        log.warning("wordllama: could not write %s (%s); this process keeps the table in memory", path, exc)
+        return np.asarray(source, dtype=np.float32)
+    return np.load(path, mmap_mode="r")
+
+
+def _same(found: npt.NDArray[Any], source: npt.NDArray[Any]) -> bool:
+    """Whether every row of ``found`` is ``source``'s as float32, compared a slice at a time."""
+    return all(
+        np.array_equal(found[first : first + ROWS_AT_ONCE], source[first : first + ROWS_AT_ONCE].astype(np.float32))
+        for first in range(0, source.shape[0], ROWS_AT_ONCE)
+    )
+
+
 class Words:
     """The token ids of each space-separated word, tokenized once (see the module's docstring),
-    and the sum of a text's token vectors from them."""
+    and the sum of a text's token vectors from them, from the table as float32 kept in ``folder``
+    (None: in this process's memory)."""
 
-    def __init__(self, limit: int = MAX_WORDS) -> None:
+    def __init__(self, limit: int = MAX_WORDS, folder: Path | None = None) -> None:
         from tokenizers import Tokenizer
 
         root = model_folder()
         self.tokenizer = Tokenizer.from_file(str(root / TOKENIZER))
-        self.table, self.limit = mapped_table(root / WEIGHTS), limit
+        self.table = float32_table(mapped_table(root / WEIGHTS), folder / TABLE_FILE if folder is not None else None)
+        self.limit = limit
         self.clip = self.tokenizer.get_vocab_size() > self.table.shape[0]
         self.ids: dict[str, list[int]] = {}
         self._space = self.tokenizer.token_to_id("\u2581")  # a lone trailing space: the tokenizer gives nothing for ""
@@ -119,8 +173,8 @@ class Words:
             ids = self.ids
             new = list({word for words in split for word in words if word not in ids})
             if new:
-                for word, encoding in zip(new, self.tokenizer.encode_batch_fast(new, add_special_tokens=False), strict=True):
-                    ids[word] = encoding.ids
+                for word in new:  # one by one: see the module's docstring
+                    ids[word] = self.tokenizer.encode(word, add_special_tokens=False).ids
             return [[token for word in words for token in ids[word]] for words in split]
 
     def sums(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -132,16 +186,17 @@ class Words:
                 ids = np.fromiter(tokens, dtype=np.intp, count=len(tokens))
                 if self.clip:  # a token the table has no row for: its last row, as the model does
                     np.minimum(ids, rows - 1, out=ids)
-                np.add.reduce(table.take(ids, axis=0), axis=0, dtype=np.float32, out=out[row])
+                np.add.reduce(table.take(ids, axis=0), axis=0, out=out[row])
         return out
 
 
-def words() -> Words:
-    """This process's :class:`Words` over the model."""
+def words(folder: Path | None = None) -> Words:
+    """This process's :class:`Words` over the model, its table kept in ``folder`` when the first
+    call names one (every folder would hold the same table)."""
     global _words
     with _loading:
         if _words is None:
-            _words = Words()
+            _words = Words(folder=folder)
         return _words
 
 
@@ -170,12 +225,12 @@ class WordLlamaEmbedder(Embedder):
     relevant = 0.25
 
     def load(self) -> None:
-        words()
+        words(self.folder)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for first in range(0, len(texts), BATCH):  # bounds the token vectors gathered at once
-            out[first : first + BATCH] = words().sums(texts[first : first + BATCH])
+            out[first : first + BATCH] = words(self.folder).sums(texts[first : first + BATCH])
         return unit_rows(out)
 
 
