@@ -7,12 +7,14 @@ once per test process); a small hashing embedder where a test is about the seam,
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +22,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hostcore import Embedder, StartupError, Vectors, create_app, hookimpl, unit_rows
+from hostcore import Change, Embedder, Put, StartupError, Vectors, create_app, hookimpl, unit_rows
 from hostcore.cli import main
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
@@ -323,6 +325,175 @@ def test_indexing_is_off_the_request_path_in_bounded_steps(tmp_path, monkeypatch
         assert index.status() == {"embedder": "hashing", "documents": 6, "passages": 6, "pending": 0, "per_second": 0.0}
     finally:
         host.close()
+
+
+def stepping_hosts(instance: Path, monkeypatch: pytest.MonkeyPatch, pages: int) -> tuple[Host, Host]:
+    """Two hosts on one instance, as two workers are, whose passage steps the test takes; ``pages``
+    pages saved and handed to the index, none indexed yet."""
+    hosts = (make_host(instance, EMBEDDER="hashing"), make_host(instance, EMBEDDER="hashing"))
+    for host in hosts:
+        monkeypatch.setattr(host.passages, "kick", lambda: None)
+        host.passages.wait()
+    admin = hosts[0].wiki(SYSTEM)
+    admin.save_namespace("notes", title="Notes")
+    for i in range(pages):
+        admin.save_page(f"notes/p{i:02d}", body=f"page number {i}")
+    assert pending(hosts[0]) == pages and pending(hosts[1]) == pages
+    return hosts
+
+
+def during_embedding(host: Host, monkeypatch: pytest.MonkeyPatch, meanwhile: Callable[[], None]) -> None:
+    """Run ``meanwhile`` once, in the middle of ``host``'s next step (its documents taken and read, before its write)."""
+    embed, ran = host.passages.embedder.embed, []
+
+    def embed_then(texts):
+        if not ran:
+            ran.append(meanwhile())
+        return embed(texts)
+
+    monkeypatch.setattr(host.passages.embedder, "embed", embed_then)
+
+
+def index_rows(instance: Path) -> tuple[dict[str, str], list[tuple[int, str]], int]:
+    """passages.sqlite's documents (path -> hash), passages (id, path) and claims left."""
+    db = sqlite3.connect(instance / "passages.sqlite")
+    try:
+        return (dict(db.execute("SELECT path, hash FROM docs")), db.execute("SELECT id, path FROM chunks").fetchall(),
+                db.execute("SELECT count(*) FROM taken").fetchone()[0])  # fmt: skip
+    finally:
+        db.close()
+
+
+def test_steps_of_two_processes_take_different_documents(tmp_path, monkeypatch):
+    a, b = hosts = stepping_hosts(tmp_path / "instance", monkeypatch, pages=12)
+    try:
+        seen: list[int] = []
+        during_embedding(a, monkeypatch, lambda: seen.append(b.passages.step(limit=100)))  # while a's 5 are taken
+        assert a.passages.step(limit=5) == 0
+        assert seen == [5]  # b indexed the 7 others and left a's 5 pending
+        docs, chunks, claims = index_rows(tmp_path / "instance")
+        assert sorted(docs) == [f"notes/p{i:02d}.md" for i in range(12)] and claims == 0
+        assert sorted(path for _, path in chunks) == sorted(docs)  # each indexed once: one passage a page
+        assert len({slot for slot, _ in chunks}) == 12  # every passage its own vector record
+        found = {page["slug"] for page in a.wiki(SYSTEM).similar_pages("notes/p03", limit=11)["pages"]}
+        assert found == {f"notes/p{i:02d}" for i in range(12) if i != 3}  # every vector where its passage says
+    finally:
+        for host in hosts:
+            host.close()
+
+
+def test_a_step_leaves_a_document_another_step_indexed_since(tmp_path, monkeypatch):
+    """The page is saved again while a's step embeds its old text, and b (whose step took it when
+    a's claim lapsed) indexes the new one first: a's write must not put the old text back."""
+    a, b = hosts = stepping_hosts(tmp_path / "instance", monkeypatch, pages=1)
+    instance = tmp_path / "instance"
+
+    def save_again_and_index_elsewhere() -> int:
+        wiki = b.wiki(SYSTEM)
+        wiki.save_page("notes/p00", body="felines and kittens, the second text", basehash=wiki.read_page("notes/p00")["hash"])
+        assert pending(b) == 1
+        with closing(sqlite3.connect(instance / "passages.sqlite")) as db, db:
+            db.execute("UPDATE taken SET until = 0")  # a's claim lapsed
+        return b.passages.step()
+
+    try:
+        during_embedding(a, monkeypatch, save_again_and_index_elsewhere)
+        assert a.passages.step() == 0
+        docs, chunks, claims = index_rows(instance)
+        assert docs == {"notes/p00.md": a.storage.hash("notes/p00.md")} and len(chunks) == 1 and claims == 0
+        assert pending(a) == 0
+    finally:
+        for host in hosts:
+            host.close()
+
+
+def test_a_claim_holds_while_its_process_lives_and_lapses_when_it_dies(tmp_path, monkeypatch):
+    a, b = hosts = stepping_hosts(tmp_path / "instance", monkeypatch, pages=3)
+    instance = tmp_path / "instance"
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+
+    def claim(pid: int, until: float) -> None:
+        with closing(sqlite3.connect(instance / "passages.sqlite")) as db, db:
+            db.execute("DELETE FROM taken")
+            db.execute("INSERT INTO taken (path, pid, until) SELECT path, ?, ? FROM pending", (pid, until))
+
+    try:
+        claim(alive.pid, time.time() + 60)
+        assert a.passages._step() == (0, 3)  # another live process's: not taken
+        claim(alive.pid, time.time() - 1)
+        assert a.passages._step() == (3, 0)  # its claim lapsed
+        wiki = b.wiki(SYSTEM)
+        for i in range(3):
+            wiki.save_page(f"notes/p{i:02d}", body=f"page {i}, again", basehash=wiki.read_page(f"notes/p{i:02d}")["hash"])
+        assert pending(b) == 3
+        claim(dead.pid, time.time() + 60)
+        assert b.passages._step() == (3, 0)  # a dead process's claims are taken over at once
+        assert index_rows(instance)[2] == 0
+    finally:
+        alive.kill()
+        alive.wait()
+        for host in hosts:
+            host.close()
+
+
+CATCH_UP_PROCESS = """
+import json, sys
+from hostcore.app import create_app
+from hostcore.indexes.passages import PassageIndex
+written = []
+write = PassageIndex._write
+def counted(self, made, vectors, held):
+    with self.db.guard() as db:
+        now = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [m[0] for m in made])
+    write(self, made, vectors, held)
+    with self.db.guard() as db:
+        after = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [m[0] for m in made])
+    written.extend(path for path, *_ in made if after.get(path) != now.get(path))
+PassageIndex._write = counted
+PassageIndex.kick = lambda self: None
+host = create_app(json.loads(sys.argv[1]), instance_path=sys.argv[2]).extensions["hostcore"]
+print("ready", flush=True)
+sys.stdin.readline()
+host.passages.catch_up()
+print(json.dumps(written), flush=True)
+host.close()
+"""
+
+
+def test_two_processes_catch_up_side_by_side(tmp_path):
+    """Two real processes (as hostcore serve's workers) embed one instance's pages at once with
+    the real model: each indexes its own share, every page exactly once."""
+    instance = tmp_path / "instance"
+    host = make_host(instance)
+    host.passages.kick = lambda: None
+    admin = host.wiki(SYSTEM)
+    admin.save_namespace("notes", title="Notes")
+    host.storage.apply(
+        [Put(f"notes/p{i:03d}.md", f"# Page {i}\n\n".encode() + b"Gardens, rivers and ledgers. " * (20 + i % 40))
+         for i in range(1200)],
+        Change("operator", "import"),
+    )  # fmt: skip
+    assert pending(host) == 1200
+    host.close()
+    command = [sys.executable, "-c", CATCH_UP_PROCESS, json.dumps(EMBEDDED), str(instance)]
+    procs = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        for proc in procs:
+            assert proc.stdout.readline().strip() == "ready"
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        shares = [json.loads(proc.stdout.readline()) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.communicate()  # closes its pipes
+    assert all(len(share) >= 256 for share in shares), [len(share) for share in shares]  # a step each at least
+    assert sorted(shares[0] + shares[1]) == sorted(f"notes/p{i:03d}.md" for i in range(1200))  # each once
+    docs, chunks, claims = index_rows(instance)
+    assert len(docs) == 1200 and claims == 0 and len({slot for slot, _ in chunks}) == len(chunks)
 
 
 class LoadingEmbedder(HashingEmbedder):

@@ -19,8 +19,11 @@ It is a derived index (:class:`~hostcore.seams.index.DerivedIndex`), kept off th
 the host hands it the paths that changed in storage, in commit order (:meth:`PassageIndex.apply`),
 which it only notes as pending; a background thread of each process then indexes what is pending
 in steps of :data:`STEP_DOCUMENTS` documents (each step reads only its documents from storage,
-embeds all their passages in one call and writes them in one transaction, under ``passages.lock``
-so one process indexes at a time); searches answer from what is indexed meanwhile and say how
+embeds all their passages in one call and writes them in one transaction). The processes' steps go
+side by side, one a core: a step claims its documents (``taken``: its process, until
+:data:`CLAIM_SECONDS`; a dead process's claims are taken over at once) and another step takes
+others; a document indexed by another step since this one read it is left as that step wrote it,
+so an older text never replaces a newer one. Searches answer from what is indexed meanwhile and say how
 many documents are pending, and ``health`` shows the pace. Under a stream of changes a round of
 indexing starts at most every :data:`ROUND_SECONDS`, so a page saved again and again meanwhile is
 embedded once per round, not once per save (a change after a quiet spell is taken at once).
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -66,6 +70,8 @@ MODES: tuple[Mode, ...] = ("keyword", "meaning")
 CHUNK_CHARS = 600  # a static embedding averages its words: short passages keep their meaning sharp
 MAX_CHUNKS = 2000  # per document (about 1.2 million characters); the rest of a longer text is not indexed
 STEP_DOCUMENTS = 256  # documents indexed in one bounded step: one storage pass, one embedding call, one transaction
+CLAIM_SECONDS = 600.0  # a step's claim on its documents lapses after this (its process died unseen)
+TAKEN_WAIT = 0.2  # while every pending document is another step's, look again this much later
 ROUND_SECONDS = 2.0  # under a stream of changes, a round of indexing starts at most this often
 PRELOAD_SECONDS = 2.0  # after a start with nothing to embed, the model is loaded this much later
 EMBED_SLICE = 8  # passages embedded between two looks at the requests in flight (a few milliseconds)
@@ -113,6 +119,8 @@ END;
 -- paths the host handed over (apply) and not indexed yet; ask tells a path handed over again
 -- while a step indexed it from the one that step took
 CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY, ask INTEGER NOT NULL) WITHOUT ROWID;
+-- pending paths a step is indexing now: its process, and until when the claim holds
+CREATE TABLE IF NOT EXISTS taken (path TEXT PRIMARY KEY, pid INTEGER NOT NULL, until REAL NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -204,6 +212,19 @@ def _document(path: str, pages: bool) -> tuple[Kind, str, str] | None:
     return ("attachment", owner[0], owner[1]) if owner is not None else None
 
 
+def _alive(pid: int) -> bool:
+    """Whether the process ``pid`` exists (one of another user counts)."""
+    if pid <= 0:  # never a process of ours: 0 and -1 would ask about whole groups
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def listed_documents(host: Host, pages: bool) -> dict[str, Document]:
     """Storage path -> (hash, kind, slug, filename) of every visible attachment (and page, when ``pages``)."""
     out: dict[str, Document] = {}
@@ -293,7 +314,7 @@ class PassageIndex(DerivedIndex):
     def clear(self) -> None:
         """Empty the index and forget the storage version it reflects, keeping the file."""
         with self._writing(), self.db.transaction() as db:
-            for table in ("chunks", "docs", "pending", "free", "namespaces"):
+            for table in ("chunks", "docs", "pending", "taken", "free", "namespaces"):
                 db.execute(f"DELETE FROM {table}")
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)", (self.signature,))
             db.execute("DELETE FROM meta WHERE key IN ('storage_version', 'vectors', 'slots')")
@@ -337,9 +358,11 @@ class PassageIndex(DerivedIndex):
                 self._preload.name, self._preload.daemon = "passage index: model", True
                 self._preload.start()
         while not self._worker.stopping and before:
-            left = self.step()
+            took, left = self._step()
             done += max(before - left, 0)
             before = left
+            if not took and left:  # every pending document is another step's
+                time.sleep(TAKEN_WAIT)
         if done:  # what health and status show of the pace, whichever process asks
             self.db.set_meta("pace", f"{done / max(time.monotonic() - started, 1e-3):.1f}")
 
@@ -347,11 +370,14 @@ class PassageIndex(DerivedIndex):
         """Index up to ``limit`` pending documents as storage holds them now (and drop those gone),
         in one transaction, their passages embedded in one call; returns how many are still
         pending afterwards. What is pending came from the storage's changes (:meth:`apply`): a
-        step reads only its documents, never a listing of storage."""
-        with self._writing():
-            with self.db.guard() as db:
-                taken = db.execute("SELECT path, ask FROM pending ORDER BY path LIMIT ?", (limit,)).fetchall()
-                held = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [path for path, _ in taken])
+        step reads only its documents, never a listing of storage. It takes only documents no
+        other step holds (:meth:`_take`)."""
+        return self._step(limit)[1]
+
+    def _step(self, limit: int = STEP_DOCUMENTS) -> tuple[int, int]:
+        """:meth:`step`: (documents taken, documents pending afterwards)."""
+        taken, held = self._take(limit)
+        try:
             made: list[tuple[str, int, *Read]] = []
             for path, ask in taken:
                 if self._worker.stopping:
@@ -360,8 +386,43 @@ class PassageIndex(DerivedIndex):
                 made.append((path, ask, *self._read(path, held.get(path))))
             texts = [piece for *_, got in made if got is not None for _, piece in got[1]]
             vectors = self._embed(texts) if texts and self.embedder is not None else None
-            self._write(made, vectors)
-        return self.pending()
+            with self._writing():
+                self._write(made, vectors, held)
+        finally:
+            self._let_go([path for path, _ in taken])
+        return len(taken), self.pending()
+
+    def _take(self, limit: int) -> tuple[list[tuple[str, int]], dict[str, str]]:
+        """Claim up to ``limit`` pending documents no live step holds: their (path, ask), and the
+        hash each is indexed at now (what :meth:`_write` expects to find still)."""
+        me, now = os.getpid(), time.time()
+        with self.db.transaction(mark=False) as db:
+            for (pid,) in db.execute("SELECT DISTINCT pid FROM taken WHERE pid != ?", (me,)).fetchall():
+                if not _alive(pid):
+                    db.execute("DELETE FROM taken WHERE pid = ?", (pid,))
+            taken = db.execute(
+                "SELECT p.path, p.ask FROM pending AS p LEFT JOIN taken AS t ON t.path = p.path "
+                "WHERE t.path IS NULL OR t.until < ? ORDER BY p.path LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            db.executemany(
+                "INSERT OR REPLACE INTO taken (path, pid, until) VALUES (?, ?, ?)",
+                [(path, me, now + CLAIM_SECONDS) for path, _ in taken],
+            )
+            held = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [path for path, _ in taken])
+        return taken, held
+
+    def _let_go(self, paths: list[str]) -> None:
+        """End this step's claim on ``paths``; when the file cannot be written (a full disk), the
+        claim lapses with its process or after :data:`CLAIM_SECONDS`."""
+        if not paths:
+            return
+        try:
+            with self.db.transaction(mark=False) as db:
+                db.executemany("DELETE FROM taken WHERE path = ? AND pid = ?", [(path, os.getpid()) for path in paths])
+        except sqlite3.Error as exc:
+            log.warning("passage index: could not end a step's claim on %d documents (%s); it lapses in %d s",
+                        len(paths), exc, CLAIM_SECONDS)  # fmt: skip
 
     def _embed(self, texts: list[str]) -> Vectors:
         """``texts`` embedded in slices of ``EMBED_SLICE``, giving way to requests between them."""
@@ -403,18 +464,24 @@ class PassageIndex(DerivedIndex):
             return found, None, None
         return found, digest, (title, self._pieces(found[0], title, text, status), status, reason)
 
-    def _write(self, made: list[tuple[str, int, *Read]], vectors: Vectors | None) -> None:
+    def _write(self, made: list[tuple[str, int, *Read]], vectors: Vectors | None, held: dict[str, str]) -> None:
         """One transaction for a step's documents: each indexed anew (its vectors in the records
         it is given), or dropped when gone; each then no longer pending unless handed over again
-        meanwhile. Records are written before the commit (a search meets them only once the
-        passages are committed) and freed after it (a search may meet a freed one until then)."""
+        meanwhile. A document no longer indexed at the hash the step found (``held``) was indexed
+        by another step since, from a text at least as new: it is left alone. Records are written
+        before the commit (a search meets them only once the passages are committed) and freed
+        after it (a search may meet a freed one until then)."""
         changed = any(digest is None or got is not None for _, _, _, digest, got in made)
         freed: list[int] = []
         records: list[tuple[list[int], tuple[int, int], int, int]] = []  # (slots, rows of vectors, namespace, kind)
         row = 0
         with self.db.transaction(mark=changed) as db:
             token = self._token(db) if self.vectors is not None and changed else None
+            now = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [path for path, *_ in made])
             for path, ask, found, digest, got in made:
+                if now.get(path) != held.get(path):  # another step's since
+                    row += len(got[1]) if got is not None else 0
+                    continue
                 if digest is None or got is not None:
                     freed += [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
                     db.execute("DELETE FROM chunks WHERE path = ?", (path,))
@@ -534,11 +601,13 @@ class PassageIndex(DerivedIndex):
         done = 0
         before = self.pending()
         while before:
-            left = self.step()
+            took, left = self._step()
             if progress:
                 progress(max(before - left, 0))
             done += max(before - left, 0)
             before = left
+            if not took and left:  # every pending document is another step's
+                time.sleep(TAKEN_WAIT)
         return done
 
     def pending(self) -> int:
