@@ -20,7 +20,9 @@ A text's vector sums its tokens' rows of the table, which the wheel stores as fl
 float16 rows converting each number in software, which cost more than half of the embedding. So
 the table is read as float32 from a file the plugin derives once in the instance folder
 (:data:`TABLE_FILE`, 32 MB, memory-mapped: the page cache holds it once for every worker), checked
-against the wheel's at each load and written again when missing or different (:func:`float32_table`).
+against the wheel's at each load and written again when missing or different (:func:`float32_table`);
+on a disk with less than :data:`ROOM` times its size free it is not written, and the process keeps
+the table in its memory.
 Words new to a process are tokenized one by one: the tokenizer's batch call spreads a handful of
 words over threads that then spin, using a core beside the embedding for nothing.
 """
@@ -33,6 +35,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,6 +51,7 @@ TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 BATCH = 256  # texts embedded at once
 TABLE_FILE = "wordllama.table.npy"  # in the instance folder: the table as float32 (see the module's docstring)
 ROWS_AT_ONCE = 2048  # rows of the table converted or compared at once (a few MB of floats)
+ROOM = 4  # the table is written only to a disk with this many times its size free: the wiki's own writes come first
 
 log = logging.getLogger("hostcore.wordllama")
 _model: Any = None
@@ -115,6 +119,14 @@ def float32_table(source: npt.NDArray[Any], path: Path | None) -> npt.NDArray[np
         pass
     except (OSError, ValueError) as exc:  # damaged: not an .npy file, or cut short
         log.warning("wordllama: %s is unreadable (%s); writing it again", path, exc)
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        free = 0
+    if free < ROOM * 4 * source.size:
+        log.warning("wordllama: %s has %d MB free, too little to write %s beside the wiki; this process keeps "
+                    "the table in memory", path.parent, free // 2**20, path.name)  # fmt: skip
+        return np.asarray(source, dtype=np.float32)
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
     try:
         made = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=source.shape)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 
 import numpy as np
 import pytest
 from hostcore_wordllama import TABLE_FILE, WEIGHTS, WordLlamaEmbedder, Words, load_model, mapped_table, model_folder
+
+from hostcore.testing.disks import small_disk
 
 TEXTS = [
     "Knead the dough for ten minutes, then let it rise somewhere warm until doubled.",
@@ -110,3 +113,16 @@ def test_each_word_is_tokenized_once_and_the_cache_is_bounded():
     words.tokens([" ".join(f"w{i}" for i in range(60))])
     words.tokens(["fresh"])
     assert len(words.ids) <= 51  # started again past the limit
+
+
+def test_a_disk_short_of_room_is_left_to_the_wiki(tmp_path, caplog):
+    """A 24 MB disk has less room than the 32 MB table needs four times over: nothing is written
+    there (a full-disk wiki's saves came first), and the process keeps the table in memory."""
+    with small_disk(tmp_path / "disk", 24) as disk:
+        free = shutil.disk_usage(disk).free
+        with caplog.at_level(logging.WARNING, logger="hostcore.wordllama"):
+            words = Words(folder=disk)
+        assert not isinstance(words.table, np.memmap) and words.table.dtype == np.float32
+        assert np.array_equal(words.sums(TEXTS), Words().sums(TEXTS))
+        assert list(disk.iterdir()) == [] and shutil.disk_usage(disk).free == free
+        assert "too little to write" in caplog.text
