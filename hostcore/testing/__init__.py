@@ -7,6 +7,7 @@
 - ``servers``: make an instance with the CLI and run ``hostcore serve`` on a free port;
   :func:`typescript_sdk`: the pinned Node and TypeScript SDK, to drive a server with the TS client.
 - :func:`redis_server`, :class:`RedisServer`: a real ``redis-server`` on a free loopback port.
+- :class:`Relay` (``relay``): a TCP relay in front of a server that cuts the network on demand.
 - ``documents``: :func:`pdf_document` (a real PDF, one page per string), :func:`png_image` (a real PNG).
 - ``migration``: :func:`fill_wiki` (something of everything) and :func:`snapshot` (a whole wiki, to compare).
 - :func:`sign_in_client`: a person signed in on a Flask test client, as a sign-in plugin does it.
@@ -19,6 +20,7 @@ from hostcore.testing.clock import FakeClock
 from hostcore.testing.disks import fill_disk, small_disk
 from hostcore.testing.plugins import plugin_manager
 from hostcore.testing.redis import RedisServer, redis_server
+from hostcore.testing.relay import Relay
 from hostcore.testing.search_suite import SearchConformance, search_doc
 from hostcore.testing.servers import (
     cli,
@@ -36,6 +38,7 @@ from hostcore.testing.storage_suite import StorageConformance
 __all__ = [
     "FakeClock",
     "RedisServer",
+    "Relay",
     "SearchConformance",
     "StorageConformance",
     "cli",

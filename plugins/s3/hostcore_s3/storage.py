@@ -244,7 +244,10 @@ class S3Storage(Storage):
             if _code(exc) in _MISSING:
                 raise NotFound(f"{key.removeprefix(self.prefix)} does not exist") from None
             raise
-        return answer["Body"].read(), answer["ETag"]
+        try:
+            return answer["Body"].read(), answer["ETag"]
+        except (BotoCoreError, OSError) as exc:  # the answer was cut after its headers
+            raise Unavailable(f"the S3 storage cannot be reached ({exc}); try again") from exc
 
     def _head(self, path: str) -> Head | None:
         """The blob id and ETag of the object at ``path``, None when absent."""

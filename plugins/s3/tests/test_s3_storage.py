@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 from hostcore import Change, ConfigError, Conflict, Delete, NotFound, Put, Unavailable, ValidationError, blob_hash
+from hostcore.testing import Relay
 from hostcore.testing.s3 import prefix_for
 from hostcore_s3 import S3Storage
 from hostcore_s3.storage import INTERNAL
@@ -276,3 +277,23 @@ def test_a_change_cut_by_an_unreachable_server_is_repaired_by_its_own_process(st
     storage.apply([Put("n/other.md", b"x", expect=None)], CHANGE)
     assert storage.list() == ["n/new.md", "n/other.md"]
     assert internal_keys(storage, "pending") == []
+
+
+def test_an_answer_cut_halfway_is_unavailable_and_nothing_changes(storage: S3Storage, tmp_path: Path) -> None:
+    """S3 sends the headers of an object and the network breaks in its body: the read is
+    Unavailable (a clear error, no stack trace in the log), not a half-read page."""
+    body = b"".join(b"line %d of a long page\n" % i for i in range(20_000))
+    h = storage.apply([Put("n/long.md", body, expect=None)], CHANGE)["n/long.md"]
+    relay = Relay(os.environ["TEST_S3_ENDPOINT"])
+    try:
+        relay.limit = 64 * 1024  # bytes a connection may carry from S3: a HEAD passes, the page is cut
+        cut = s3_storage(tmp_path, endpoint_url=relay.url)
+        with pytest.raises(Unavailable) as err:
+            cut.read("n/long.md")
+        assert "cannot be reached" in str(err.value)
+        relay.limit = None  # for the connections made from now on
+        assert cut.read_with_hash("n/long.md") == (body, h)
+        assert storage.list() == ["n/long.md"] and internal_keys(storage, "pending") == []
+        cut.close()
+    finally:
+        relay.stop()
