@@ -35,7 +35,8 @@ For each size N it:
 7. restarts with nothing changed: ``hostcore serve`` from launch to ``/_/health`` answering and to a
    first search answered, median of ``--starts`` runs, the big wiki with the embedder, without it, and
    the small wiki (what starting the processes costs whatever the size); ``hostcore --help`` beside
-   ``python -c pass``;
+   ``python -c pass``, and the floor every server start pays before hostcore runs a line: importing
+   the official MCP SDK and the libraries the default plugins use;
 8. disk: the instance folder's size over the Markdown it holds, and the passage file's size.
 
 With several sizes it ends with one growth table of these figures. ``--keep DIR`` keeps the
@@ -380,9 +381,15 @@ def startup_phase(servers: list[Server], runs: int, figures: Figures) -> None:
             f"{', '.join(f'{h:.2f}/{s:.2f}' for h, s, _ in values)})  load {statistics.mean(v[2] for v in values):.2f}")  # fmt: skip
     cli_times = [seconds_of([*hostcore_cmd(), "--help"]) for _ in range(5)]
     bare = [seconds_of([sys.executable, "-c", "pass"]) for _ in range(5)]
+    libraries = [seconds_of([sys.executable, "-c", f"import {LIBRARIES}"]) for _ in range(5)]
     say(
         f"  hostcore --help {statistics.median(cli_times):.2f} s (median of 5), python -c pass {statistics.median(bare):.2f} s   load {load():.2f}"
     )
+    say(f"  importing the libraries alone ({LIBRARIES}): {statistics.median(libraries):.2f} s (median of 5)   load {load():.2f}")
+
+
+# What a server start imports before hostcore's own code: the floor of its start-up.
+LIBRARIES = "mcp, flask, gunicorn.app.base, numpy, tantivy, pygit2, authlib.oauth2, wordllama"
 
 
 def seconds_of(argv: list[str]) -> float:
