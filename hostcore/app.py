@@ -6,6 +6,7 @@ import gc
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pluggy
@@ -87,10 +88,7 @@ def create_app(
     files private when the caller has just done it (see :func:`build_host`).
     Raises ConfigError/StartupError naming what to fix.
     """
-    from hostcore.browser import sessions  # here, not above: a CLI command that only builds a host
-    from hostcore.http import files  # (status, token, check) does without the MCP SDK's imports
-    from hostcore.mcp import transport
-
+    sessions, files, transport = _http_modules()
     instance = instance_folder(instance_path)
     host = build_host(instance, config, plugins, defaults=defaults, private=private)
     app = Flask("hostcore", instance_path=str(instance))
@@ -106,6 +104,17 @@ def create_app(
     return app
 
 
+def _http_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """The modules that serve HTTP: browser sessions, files, the MCP transport. Imported here,
+    not at the top: a CLI command that only builds a host (status, token, check) does without the
+    MCP SDK's imports, the largest part of a server's start."""
+    from hostcore.browser import sessions
+    from hostcore.http import files
+    from hostcore.mcp import transport
+
+    return sessions, files, transport
+
+
 def prepare_workers(host: Host) -> None:
     """Do once, in a server's parent process before it forks its workers, what each worker's
     :func:`serving_app` would otherwise repeat: the tools' argument schemas (pydantic's schema
@@ -113,10 +122,7 @@ def prepare_workers(host: Host) -> None:
     scratch app). Each forked worker inherits both, so it starts answering sooner. ``host`` is
     not started: nothing here starts a thread or a connection a fork would inherit. The modules
     :func:`create_app` imports are imported here too, so the workers inherit them."""
-    import hostcore.browser.sessions
-    import hostcore.http.files
-    import hostcore.mcp.transport  # noqa: F401
-
+    _http_modules()
     for tool in host.tools.values():
         _ = tool.input_schema
     host.pm.hook.register_routes(app=Flask("hostcore-prepare"), host=host)

@@ -348,7 +348,7 @@ class PassageIndex(DerivedIndex):
 
     def _work(self) -> None:
         """One round of the background thread: every pending document, in steps."""
-        started, done, before = time.monotonic(), 0, self.pending()
+        started, before = time.monotonic(), self.pending()
         if self._load and self.embedder is not None:  # once: the first save must not wait for it
             self._load = False
             if before:
@@ -357,12 +357,7 @@ class PassageIndex(DerivedIndex):
                 self._preload = threading.Timer(PRELOAD_SECONDS, self._load_model)
                 self._preload.name, self._preload.daemon = "passage index: model", True
                 self._preload.start()
-        while not self._worker.stopping and before:
-            took, left = self._step()
-            done += max(before - left, 0)
-            before = left
-            if not took and left:  # every pending document is another step's
-                time.sleep(TAKEN_WAIT)
+        done = self._steps(before, lambda: self._worker.stopping)
         if done:  # what health and status show of the pace, whichever process asks
             self.db.set_meta("pace", f"{done / max(time.monotonic() - started, 1e-3):.1f}")
 
@@ -409,7 +404,7 @@ class PassageIndex(DerivedIndex):
                 "INSERT OR REPLACE INTO taken (path, pid, until) VALUES (?, ?, ?)",
                 [(path, me, now + CLAIM_SECONDS) for path, _ in taken],
             )
-            held = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [path for path, _ in taken])
+            held = self._indexed(db, [path for path, _ in taken])
         return taken, held
 
     def _let_go(self, paths: list[str]) -> None:
@@ -441,6 +436,10 @@ class PassageIndex(DerivedIndex):
             batch = list(keys[first : first + 500])
             out.update(db.execute(f"{query} ({','.join('?' * len(batch))})", batch).fetchall())
         return out
+
+    def _indexed(self, db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, str]:
+        """The hash each of ``paths`` is indexed at (those indexed)."""
+        return self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", paths)
 
     def _read(self, path: str, held: str | None) -> Read:
         """(kind, slug, filename) of the document at ``path`` (None: not one this index keeps), its
@@ -477,7 +476,7 @@ class PassageIndex(DerivedIndex):
         row = 0
         with self.db.transaction(mark=changed) as db:
             token = self._token(db) if self.vectors is not None and changed else None
-            now = self._lookup(db, "SELECT path, hash FROM docs WHERE path IN", [path for path, *_ in made])
+            now = self._indexed(db, [path for path, *_ in made])
             for path, ask, found, digest, got in made:
                 if now.get(path) != held.get(path):  # another step's since
                     row += len(got[1]) if got is not None else 0
@@ -598,9 +597,13 @@ class PassageIndex(DerivedIndex):
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> int:
         """Index everything pending now, in steps, in this thread; returns how many documents."""
+        return self._steps(self.pending(), lambda: False, progress)
+
+    def _steps(self, before: int, stopping: Callable[[], bool], progress: Callable[[int], None] | None = None) -> int:
+        """Steps until nothing is pending (``before`` documents now) or ``stopping()``: how many
+        documents they indexed, each step's count given to ``progress``."""
         done = 0
-        before = self.pending()
-        while before:
+        while before and not stopping():
             took, left = self._step()
             if progress:
                 progress(max(before - left, 0))

@@ -35,7 +35,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,7 +43,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hostcore import Embedder, StartupError, Vectors, hookimpl, unit_rows
+from hostcore import Embedder, StartupError, Vectors, disk_full, hookimpl, unit_rows
 
 WEIGHTS = "weights/l2_supercat_256.safetensors"
 TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
@@ -107,26 +106,35 @@ def mapped_table(path: Path, name: str = "embedding.weight") -> npt.NDArray[Any]
 def float32_table(source: npt.NDArray[Any], path: Path | None) -> npt.NDArray[np.float32]:
     """``source`` as float32: memory-mapped from the ``.npy`` file ``path`` when it holds exactly
     that, else written there first (to a file beside it, then renamed over it: a process that
-    mapped the old one keeps reading it whole); in memory when ``path`` is None."""
-    if path is None:
-        return np.asarray(source, dtype=np.float32)
+    mapped the old one keeps reading it whole); in this process's memory when ``path`` is None or
+    cannot take it (too little room, an unwritable folder)."""
+    if path is not None and (_holds(path, source) or _write(path, source)):
+        return np.load(path, mmap_mode="r")
+    return np.asarray(source, dtype=np.float32)
+
+
+def _holds(path: Path, source: npt.NDArray[Any]) -> bool:
+    """Whether ``path`` holds ``source`` as float32; a damaged or different file is warned about."""
     try:
         found = np.load(path, mmap_mode="r")
         if found.dtype == np.float32 and found.shape == source.shape and _same(found, source):
-            return found
+            return True
         log.warning("wordllama: %s is not the model's table; writing it again", path)
     except FileNotFoundError:
         pass
     except (OSError, ValueError) as exc:  # damaged: not an .npy file, or cut short
         log.warning("wordllama: %s is unreadable (%s); writing it again", path, exc)
-    try:
-        free = shutil.disk_usage(path.parent).free
-    except OSError:
-        free = 0
-    if free < ROOM * 4 * source.size:
-        log.warning("wordllama: %s has %d MB free, too little to write %s beside the wiki; this process keeps "
-                    "the table in memory", path.parent, free // 2**20, path.name)  # fmt: skip
-        return np.asarray(source, dtype=np.float32)
+    return False
+
+
+def _write(path: Path, source: npt.NDArray[Any]) -> bool:
+    """Write ``source`` as float32 to ``path``; False (warned about) where the disk has less than
+    ``ROOM`` times its size free or the write fails: the wiki's own files come first."""
+    size = 4 * source.size
+    if disk_full(path.parent, ROOM * size):
+        log.warning("wordllama: %s has less than %d MB free, too little to write %s beside the wiki; this process "
+                    "keeps the table in memory", path.parent, ROOM * size // 2**20, path.name)  # fmt: skip
+        return False
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
     try:
         made = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=source.shape)
@@ -135,12 +143,12 @@ def float32_table(source: npt.NDArray[Any], path: Path | None) -> npt.NDArray[np
         made.flush()
         del made
         os.replace(partial, path)
-    except OSError as exc:  # a full disk or a read-only folder: this process keeps its own copy
+    except OSError as exc:  # a full disk or a read-only folder
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
         log.warning("wordllama: could not write %s (%s); this process keeps the table in memory", path, exc)
-        return np.asarray(source, dtype=np.float32)
-    return np.load(path, mmap_mode="r")
+        return False
+    return True
 
 
 def _same(found: npt.NDArray[Any], source: npt.NDArray[Any]) -> bool:
