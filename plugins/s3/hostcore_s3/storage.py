@@ -381,8 +381,17 @@ class S3Storage(Storage):
             **({"replayed": True} if change.time else {}),  # an import's: keeps the time it was made at
         }
         record = self._internal("pending", entry["id"])
-        self._put_json(record, {**entry, "state": "pending", "writer": self._writer})
-        self._run(entry, {path: head.etag for path, head in current.items() if head is not None}, data, record)
+        try:
+            self._put_json(record, {**entry, "state": "pending", "writer": self._writer})
+            self._run(entry, {path: head.etag for path, head in current.items() if head is not None}, data, record)
+        except Conflict:
+            raise
+        except Exception as exc:  # cut halfway (S3 unreachable; the record may have landed even if its put failed)
+            self._abandoned.add(record)  # so this process's next look repairs it
+            if isinstance(exc, Unavailable):
+                raise Unavailable(f"{exc}. The change may have been cut halfway: it is then completed or undone as "
+                                  "soon as S3 answers, so read the page again before you retry") from exc  # fmt: skip
+            raise
         return result
 
     def _check(self, op: Operation, head: Head | None) -> None:
@@ -409,23 +418,18 @@ class S3Storage(Storage):
     def _run(self, entry: dict[str, Any], etags: dict[str, str], data: dict[str, bytes], record: str) -> None:
         """Apply the steps in order; on a lost race undo those applied and raise Conflict."""
         applied: builtins.list[tuple[dict[str, Any], str | None]] = []
-        try:
-            for step in entry["ops"]:
-                try:
-                    applied.append((step, self._step(step, etags.get(step["path"]), data.get(step["path"]))))
-                except Conflict:
-                    if applied:
-                        self._put_json(record, {**entry, "state": "abort", "writer": self._writer})
-                        for done, etag in reversed(applied):
-                            if not isinstance(etag, Found):  # found in place: another writer's, not undone
-                                self._undo(done, etag)
-                    self._call("delete_object", Key=record)
-                    raise
-            self._finish(entry, record)
-        except Exception as exc:
-            if not isinstance(exc, Conflict):  # cut halfway (S3 unreachable): the next look repairs it
-                self._abandoned.add(record)
-            raise
+        for step in entry["ops"]:
+            try:
+                applied.append((step, self._step(step, etags.get(step["path"]), data.get(step["path"]))))
+            except Conflict:
+                if applied:
+                    self._put_json(record, {**entry, "state": "abort", "writer": self._writer})
+                    for done, etag in reversed(applied):
+                        if not isinstance(etag, Found):  # found in place: another writer's, not undone
+                            self._undo(done, etag)
+                self._call("delete_object", Key=record)
+                raise
+        self._finish(entry, record)
 
     def _step(self, step: dict[str, Any], etag: str | None, data: bytes | None) -> str | None:
         """Move ``step["path"]`` from its old hash (ETag ``etag``) to its new one; the new ETag

@@ -271,12 +271,35 @@ def test_a_change_cut_by_an_unreachable_server_is_repaired_by_its_own_process(st
         return real_call(method, **kwargs)
 
     storage._call = unreachable_for_deletes  # type: ignore[method-assign]
-    with pytest.raises(Unavailable):
+    with pytest.raises(Unavailable, match=r"cut halfway: it is then completed or undone .* read the page again"):
         storage.apply([Put("n/new.md", b"moving", expect=None), Delete("n/old.md", expect=h)], Change("t", "move", moves=(("n/old.md", "n/new.md"),)))
     storage._call = real_call  # type: ignore[method-assign]
     storage.apply([Put("n/other.md", b"x", expect=None)], CHANGE)
     assert storage.list() == ["n/new.md", "n/other.md"]
     assert internal_keys(storage, "pending") == []
+
+
+def test_a_change_record_stored_but_unanswered_is_repaired_by_its_own_process(storage: S3Storage) -> None:
+    """The change record's put lands but its answer is lost: the save is Unavailable, saying it
+    may have been cut halfway, and this process's next look completes it (not only a record
+    older than repair_after)."""
+    h = storage.apply([Put("n/a.md", b"one\n", expect=None)], CHANGE)["n/a.md"]
+    real_call = storage._call
+
+    def answer_lost_for_records(method, **kwargs):
+        answer = real_call(method, **kwargs)
+        if method == "put_object" and f"{INTERNAL}/pending/" in kwargs["Key"]:
+            raise Unavailable("the S3 storage cannot be reached (test); try again")
+        return answer
+
+    storage._call = answer_lost_for_records  # type: ignore[method-assign]
+    with pytest.raises(Unavailable, match="may have been cut halfway"):
+        storage.apply([Put("n/a.md", b"two\n", expect=h)], CHANGE)
+    storage._call = real_call  # type: ignore[method-assign]
+    assert len(internal_keys(storage, "pending")) == 1 and storage.repair_after >= 30
+    storage.apply([Put("n/b.md", b"b", expect=None)], CHANGE)  # the next look
+    assert internal_keys(storage, "pending") == []
+    assert storage.read("n/a.md") == b"two\n" and [r.message for r in storage.history("n/a.md")] == [CHANGE.message] * 2
 
 
 def test_an_answer_cut_halfway_is_unavailable_and_nothing_changes(storage: S3Storage, tmp_path: Path) -> None:
