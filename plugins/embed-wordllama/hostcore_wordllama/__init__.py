@@ -108,23 +108,25 @@ def float32_table(source: npt.NDArray[Any], path: Path | None) -> npt.NDArray[np
     that, else written there first (to a file beside it, then renamed over it: a process that
     mapped the old one keeps reading it whole); in this process's memory when ``path`` is None or
     cannot take it (too little room, an unwritable folder)."""
-    if path is not None and (_holds(path, source) or _write(path, source)):
-        return np.load(path, mmap_mode="r")
-    return np.asarray(source, dtype=np.float32)
+    found = _mapped(path, source) if path is not None else None
+    if found is None and path is not None and _write(path, source):
+        found = np.load(path, mmap_mode="r")
+    return found if found is not None else np.asarray(source, dtype=np.float32)
 
 
-def _holds(path: Path, source: npt.NDArray[Any]) -> bool:
-    """Whether ``path`` holds ``source`` as float32; a damaged or different file is warned about."""
+def _mapped(path: Path, source: npt.NDArray[Any]) -> npt.NDArray[np.float32] | None:
+    """``path`` memory-mapped when it holds ``source`` as float32; None when it does not (a damaged
+    or different file is warned about)."""
     try:
         found = np.load(path, mmap_mode="r")
         if found.dtype == np.float32 and found.shape == source.shape and _same(found, source):
-            return True
+            return found
         log.warning("wordllama: %s is not the model's table; writing it again", path)
     except FileNotFoundError:
         pass
     except (OSError, ValueError) as exc:  # damaged: not an .npy file, or cut short
         log.warning("wordllama: %s is unreadable (%s); writing it again", path, exc)
-    return False
+    return None
 
 
 def _write(path: Path, source: npt.NDArray[Any]) -> bool:
