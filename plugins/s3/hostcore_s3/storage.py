@@ -197,7 +197,7 @@ class S3Storage(Storage):
         try:
             return getattr(self._s3(), method)(Bucket=self.bucket, **kwargs)
         except BotoCoreError as exc:
-            raise Unavailable(f"the S3 storage cannot be reached ({exc}); try again") from exc
+            raise _unreachable(exc) from exc
         except ClientError as exc:
             status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
             if _code(exc) in _REFUSED:
@@ -247,7 +247,7 @@ class S3Storage(Storage):
         try:
             return answer["Body"].read(), answer["ETag"]
         except (BotoCoreError, OSError) as exc:  # the answer was cut after its headers
-            raise Unavailable(f"the S3 storage cannot be reached ({exc}); try again") from exc
+            raise _unreachable(exc) from exc
 
     def _head(self, path: str) -> Head | None:
         """The blob id and ETag of the object at ``path``, None when absent."""
@@ -757,6 +757,11 @@ class S3Storage(Storage):
         if self._client is not None and self._pid == os.getpid():
             self._client.close()
         self._client, self._pid = None, None
+
+
+def _unreachable(exc: Exception) -> Unavailable:
+    """What a request (or the reading of its answer) that met no working S3 raises."""
+    return Unavailable(f"the S3 storage cannot be reached ({exc}); try again")
 
 
 def _code(exc: ClientError) -> str:
