@@ -35,7 +35,7 @@ from labelled_set import DISTRACTORS, SET, document
 
 from hostcore.domain.pages import Page
 from hostcore.indexes.passages import split_passages
-from hostcore.indexes.vectors import quantise
+from hostcore.indexes.vectors import dot_products, quantise
 
 
 def ranked_pages(similarities: np.ndarray, owners: np.ndarray, k: int) -> list[int]:
@@ -89,7 +89,7 @@ def main() -> None:
     def both(query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         q = np.asarray(query_vector, dtype=np.float32)
         q8, qscale = quantise(q.reshape(1, -1))
-        approximate = np.einsum("ij,j->i", rows, q8[0], dtype=np.int32) * (scales * float(qscale[0]))
+        approximate = dot_products(rows, q8[0]) * (scales * float(qscale[0]))
         return exact @ q, approximate
 
     table = {"float32": ([], []), "int8": ([], [])}

@@ -28,7 +28,7 @@ from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
 from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, query_words, split_passages
-from hostcore.indexes.vectors import HEADER, quantise, record_type
+from hostcore.indexes.vectors import HEADER, dot_products, quantise, record_type
 
 from .conftest import principal
 
@@ -952,6 +952,20 @@ def test_vectors_are_quantised_within_their_recall():
     assert record_type(256).itemsize == 256 + 9  # a quarter of the float32 vector, and its tags
     zero = quantise(np.zeros((1, 4), dtype=np.float32))
     assert not zero[0].any() and zero[1][0] == 0
+
+
+def test_int8_dot_products_are_exact_on_strided_records():
+    rng = np.random.default_rng(11)
+    records = np.zeros(1000, dtype=record_type(256))
+    records["vector"] = rng.integers(-127, 128, size=(1000, 256), dtype=np.int8)
+    records["vector"][0], records["vector"][1] = 127, -127
+    query = np.full(256, 127, dtype=np.int8)
+    # the records' vectors (a strided view), every third record (a copy), a few rows made contiguous
+    for rows in (records["vector"], records[::3]["vector"], np.ascontiguousarray(records["vector"][5:9])):
+        got = dot_products(rows, query)
+        assert got.shape == (len(rows),) and np.array_equal(got, rows.astype(np.int64) @ query.astype(np.int64))
+    assert dot_products(records["vector"], query)[:2].tolist() == [127 * 127 * 256, -127 * 127 * 256]  # the largest sums
+    assert dot_products(records["vector"][:0], query).shape == (0,)
 
 
 def test_a_lost_vectors_file_is_made_anew_and_filled(tmp_path):

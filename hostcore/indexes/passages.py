@@ -52,7 +52,7 @@ import numpy as np
 from hostcore.domain.attachments import sniff, split_attachment_path
 from hostcore.domain.pages import Page, slug_from_path
 from hostcore.errors import NotFound
-from hostcore.indexes.vectors import VectorFile, quantise, record_type
+from hostcore.indexes.vectors import VectorFile, dot_products, quantise, record_type
 from hostcore.seams.embed import Embedder, Vectors
 from hostcore.seams.index import Changes, DerivedIndex
 from hostcore.seams.locks import FileLock
@@ -785,7 +785,7 @@ class PassageIndex(DerivedIndex):
         for first in range(0, len(slots) if not whole else len(records), BLOCK):
             # int8 against int8, summed in int32: no float copy of the vectors
             block = records[first : first + BLOCK] if whole else records[slots[first : first + BLOCK]]
-            dots = np.einsum("ij,j->i", block["vector"], query, dtype=np.int32) * (block["scale"] * query_scale)
+            dots = dot_products(block["vector"], query) * (block["scale"] * query_scale)
             if whole:  # the kept slots in this block: a run of the sorted slots
                 low, high = np.searchsorted(slots, (first, first + BLOCK))
                 sims[low:high] = dots[slots[low:high] - first]

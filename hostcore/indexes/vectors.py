@@ -9,6 +9,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
+import simsimd
 
 from hostcore.seams.derived import file_id
 from hostcore.seams.embed import Vectors
@@ -29,6 +30,16 @@ def quantise(vectors: Vectors) -> tuple[np.ndarray, np.ndarray]:
     scale = np.abs(vectors).max(axis=1) / 127 if len(vectors) else np.zeros(0, dtype=np.float32)
     safe = np.where(scale > 0, scale, 1).astype(np.float32)
     return np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def dot_products(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each int8 row's dot product with the int8 ``query`` (one row of the same length), exact:
+    SimSIMD's SIMD kernels sum in int32 (numpy's ``einsum`` has no SIMD loop for int8; see
+    docs/operators.md for the two timed); float64, which holds every such sum. ``rows`` may be a
+    strided view (the records' vectors)."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.float64)
+    return np.asarray(simsimd.cdist(query.reshape(1, -1), rows, metric="dot"))[0]
 
 
 class VectorFile:
