@@ -891,6 +891,26 @@ def fruit_pages(host: Host, count: int):
     return admin
 
 
+def test_a_record_freed_and_taken_again_is_searched_as_what_it_holds_now(tmp_path):
+    """A scan reads each record's kind, namespace and scale from a copy made once per commit of
+    the index (``PassageIndex._columns``), not once per size of the vectors file: a record freed,
+    then taken again by another page while the file stays the same size, is found."""
+    instance = tmp_path / "instance"
+    host = make_host(instance, EMBEDDER="hashing")
+    try:
+        admin = fruit_pages(host, 3)
+        size = (instance / "passages.vectors").stat().st_size
+        admin.delete_page("notes/p2")
+        indexed(host)
+        assert [p["slug"] for p in admin.similar_pages("notes/p0")["pages"]] == ["notes/p1"]  # the copy: p2's record free
+        admin.save_page("notes/p9", body="apples and pears number 9")
+        indexed(host)
+        assert (instance / "passages.vectors").stat().st_size == size  # p9 took p2's record
+        assert sorted(p["slug"] for p in admin.similar_pages("notes/p0")["pages"]) == ["notes/p1", "notes/p9"]
+    finally:
+        host.close()
+
+
 def test_searches_read_the_vectors_from_the_shared_file_not_the_index(tmp_path):
     """Another process indexes; this one searches by meaning without loading every vector (it
     reads passages.vectors through a memory map: one copy per machine, however many workers)."""

@@ -53,6 +53,7 @@ from hostcore.domain.attachments import sniff, split_attachment_path
 from hostcore.domain.pages import Page, slug_from_path
 from hostcore.errors import NotFound
 from hostcore.indexes.vectors import VectorFile, dot_products, quantise, record_type
+from hostcore.seams.derived import generation
 from hostcore.seams.embed import Embedder, Vectors
 from hostcore.seams.index import Changes, DerivedIndex
 from hostcore.seams.locks import FileLock
@@ -146,6 +147,15 @@ class Near:
     filename: str
     title: str
     similarity: float
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The vectors file's records but their vectors, each a column of its own (see :meth:`PassageIndex._columns`)."""
+
+    kind: np.ndarray
+    namespace: np.ndarray
+    scale: np.ndarray
 
 
 def split_passages(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, str]]:
@@ -258,6 +268,7 @@ class PassageIndex(DerivedIndex):
         self._load = False  # start(): the background thread loads the embedder's model first
         self._preload: threading.Timer | None = None  # or PRELOAD_SECONDS later, when nothing waits
         self._stored: tuple[str, dict[str, Document]] | None = None  # (storage version, its documents)
+        self._columns_of: tuple[tuple[str, str | None, int], Columns] | None = None  # see _columns
 
     def _sign(self, db: sqlite3.Connection) -> None:
         """A new file's vectors are this embedder's (an older file of another one is emptied by :meth:`prepare`)."""
@@ -715,6 +726,19 @@ class PassageIndex(DerivedIndex):
         token = meta.get("vectors") if meta.get("embedder") == self.signature else None
         return self.vectors.records(token), token
 
+    def _columns(self, db: sqlite3.Connection, records: np.ndarray, token: str) -> Columns:
+        """Each record's kind, namespace number and scale, copied out of the mapped file once per
+        generation of ``passages.sqlite``: a scan then reads the file's vectors alone, not three
+        more strided passes over every record. A step writes its records before its commit (a new
+        generation, so they count from then, as their passages do) and frees them after it (a
+        freed record read with its old kind has a zero vector, and its passage is no longer in
+        ``chunks``: it is never a hit)."""
+        key = (token, generation(db), len(records))
+        if self._columns_of is None or self._columns_of[0] != key:
+            columns = Columns(np.array(records["kind"]), np.array(records["namespace"]), np.array(records["scale"]))
+            self._columns_of = (key, columns)
+        return self._columns_of[1]
+
     def search(
         self,
         query: str,
@@ -771,10 +795,11 @@ class PassageIndex(DerivedIndex):
         records, token = self._records(db)
         if not len(records) or token is None:
             return
-        keep = records["kind"] == KINDS[kind]
+        columns = self._columns(db, records, token)
+        keep = columns.kind == KINDS[kind]
         if namespaces is not None:
             codes = self._namespace_codes(db, token, namespaces)
-            keep &= np.isin(records["namespace"], [codes[n] for n in namespaces if n in codes])
+            keep &= np.isin(columns.namespace, [codes[n] for n in namespaces if n in codes])
         if exclude:
             keep[[slot for slot in exclude if slot < len(keep)]] = False
         slots = np.flatnonzero(keep)
@@ -784,8 +809,8 @@ class PassageIndex(DerivedIndex):
         whole = len(slots) > len(records) // 2  # most records: read them in order, no gathering
         for first in range(0, len(slots) if not whole else len(records), BLOCK):
             # int8 against int8, summed in int32: no float copy of the vectors
-            block = records[first : first + BLOCK] if whole else records[slots[first : first + BLOCK]]
-            dots = dot_products(block["vector"], query) * (block["scale"] * query_scale)
+            taken = slice(first, first + BLOCK) if whole else slots[first : first + BLOCK]
+            dots = dot_products(records[taken]["vector"], query) * (columns.scale[taken] * query_scale)
             if whole:  # the kept slots in this block: a run of the sorted slots
                 low, high = np.searchsorted(slots, (first, first + BLOCK))
                 sims[low:high] = dots[slots[low:high] - first]
