@@ -27,7 +27,7 @@ from hostcore.cli import main
 from hostcore.domain.principal import SYSTEM
 from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
-from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, query_words, split_passages
+from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, nearest_first, query_words, split_passages
 from hostcore.indexes.vectors import HEADER, dot_products, quantise, record_type
 
 from .conftest import principal
@@ -986,6 +986,15 @@ def test_int8_dot_products_are_exact_on_strided_records():
         assert got.shape == (len(rows),) and np.array_equal(got, rows.astype(np.int64) @ query.astype(np.int64))
     assert dot_products(records["vector"], query)[:2].tolist() == [127 * 127 * 256, -127 * 127 * 256]  # the largest sums
     assert dot_products(records["vector"][:0], query).shape == (0,)
+
+
+@pytest.mark.parametrize("group", [1, 7, 1024])
+def test_passages_come_nearest_first_a_group_at_a_time_in_a_stable_order(group):
+    similarities = np.round(np.random.default_rng(5).uniform(-1, 1, 500), 1).astype(np.float32)  # many equal
+    close = np.flatnonzero(similarities >= 0.2)
+    expected = close[np.argsort(-similarities[close], kind="stable")].tolist()
+    assert list(nearest_first(similarities, 0.2, group)) == expected and len(expected) > 100
+    assert list(nearest_first(similarities, 2.0, group)) == [] and list(nearest_first(similarities[:0], -1.0, group)) == []
 
 
 def test_a_lost_vectors_file_is_made_anew_and_filled(tmp_path):

@@ -92,6 +92,7 @@ STOP_WORDS = frozenset(
 
 LAYOUT = 2  # passages.sqlite's layout (PRAGMA user_version): another one is emptied and filled again
 BLOCK = 16_384  # vectors compared with a query at once (bounds the floats made from them)
+SORTED_GROUP = 1024  # passages nearest a query put in order at a time (see nearest_first)
 KINDS: dict[Kind, int] = {"page": 1, "attachment": 2}  # a vector record's kind; 0: a free record
 
 _SCHEMA = """
@@ -156,6 +157,24 @@ class Columns:
     kind: np.ndarray
     namespace: np.ndarray
     scale: np.ndarray
+
+
+def nearest_first(similarities: np.ndarray, least: float, group: int = SORTED_GROUP) -> Iterator[int]:
+    """The positions of ``similarities`` at least ``least``, the greatest first (equal ones in
+    their order), sorted ``group`` at a time as they are taken: a caller wants the first few
+    hundred, and a query of common words is near most passages (sorting all of them cost more
+    than comparing them). Each group is every position whose similarity is at least the
+    ``group``-th greatest left, so the order is the one a stable sort of them all gives."""
+    left = np.flatnonzero(similarities >= least)
+    while len(left):
+        if len(left) > group:
+            values = similarities[left]
+            bound = np.partition(values, len(values) - group)[len(values) - group]
+            upper = values >= bound
+            taken, left = left[upper], left[~upper]
+        else:
+            taken, left = left, left[:0]
+        yield from taken[np.argsort(-similarities[taken], kind="stable")].tolist()
 
 
 def split_passages(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, str]]:
@@ -816,8 +835,7 @@ class PassageIndex(DerivedIndex):
                 sims[low:high] = dots[slots[low:high] - first]
             else:
                 sims[first : first + BLOCK] = dots
-        close = np.flatnonzero(sims >= least)
-        for j in close[np.argsort(-sims[close], kind="stable")]:
+        for j in nearest_first(sims, least):
             yield int(slots[j]), float(sims[j])
 
     @staticmethod
