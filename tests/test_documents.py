@@ -293,6 +293,24 @@ def test_a_deleted_page_or_attachment_is_never_found(doc_host, monkeypatch):
     assert index.stored(doc_host.storage.version()) == listed_documents(doc_host, pages=True)
 
 
+def test_an_index_that_reflects_storage_finds_without_asking_storage(doc_host, monkeypatch):
+    """While the index reflects the storage's version and nothing waits, every document it holds
+    is one storage holds: a search by meaning asks storage about none of them (a worker that does
+    not follow storage's documents would look each up). Once storage moved on, it asks again."""
+    index, storage = doc_host.passages, doc_host.storage
+    indexed(doc_host)
+    monkeypatch.setattr(index, "kick", lambda: None)
+    monkeypatch.setattr(index, "_stored", None)  # as in a worker that does not index
+    asked: list[str] = []
+    exists = storage.exists
+    monkeypatch.setattr(storage, "exists", lambda path: asked.append(path) or exists(path))
+    reader = doc_host.wiki(principal("read"))
+    assert "notes/cats" in [p["slug"] for p in reader.similar_pages("notes/kittens")["pages"]] and asked == []
+    doc_host.wiki(SYSTEM).delete_page("notes/cats")
+    assert "notes/cats" not in [p["slug"] for p in reader.similar_pages("notes/kittens")["pages"]]
+    assert "notes/cats.md" in asked
+
+
 def test_only_namespaces_the_caller_may_read(docs):
     team = docs.wiki(principal("read", namespaces=["team"]))
     assert {h["slug"] for h in team.search_attachments("kitten mouse kitchen")["hits"]} <= {"team/tax"}

@@ -57,7 +57,7 @@ from hostcore.seams.derived import generation
 from hostcore.seams.embed import Embedder, Vectors
 from hostcore.seams.index import Changes, DerivedIndex
 from hostcore.seams.locks import FileLock
-from hostcore.seams.sqlite import DerivedDB
+from hostcore.seams.sqlite import STORAGE_VERSION, DerivedDB
 from hostcore.seams.worker import CoalescingWorker
 
 if TYPE_CHECKING:
@@ -712,19 +712,22 @@ class PassageIndex(DerivedIndex):
             self._stored = (version, documents)
         return documents
 
-    def _holds(self) -> Callable[[str], bool]:
+    def _holds(self, db: sqlite3.Connection) -> Callable[[str], bool]:
         """Whether storage holds the document at a path now: what a search answers with must, even
         before the background thread drops what was deleted. Asked only about what would be
-        answered, once a path: from the documents this process follows along the storage's
-        versions when it does (cheap), else one look-up a path (never a listing of everything on
-        a search's account)."""
+        answered, once a path: yes for every document indexed while the index reflects the
+        storage's version with nothing waiting; else from the documents this process follows
+        along the storage's versions when it does (cheap), else one look-up a path (never a
+        listing of everything on a search's account; in git, a look-up parses the page's folder)."""
         answers: dict[str, bool] = {}
         ask: list[Callable[[str], bool]] = []
 
         def holds(path: str) -> bool:
             if not ask:
                 version = self.host.storage.version()
-                if version is not None and self._stored is not None:
+                if version is not None and self._reflects(db, version):
+                    ask.append(lambda _: True)
+                elif version is not None and self._stored is not None:
                     ask.append(self.stored(version).__contains__)
                 else:
                     ask.append(self.host.storage.exists)
@@ -735,6 +738,13 @@ class PassageIndex(DerivedIndex):
         return holds
 
     # --- searching -----------------------------------------------------------------------
+
+    def _reflects(self, db: sqlite3.Connection, version: str) -> bool:
+        """Whether the index holds the documents storage holds at ``version``, no more: it
+        recorded that version (recorded once every change up to it is pending) and nothing
+        waits, so each document indexed is one storage holds."""
+        recorded = db.execute("SELECT value FROM meta WHERE key = ?", (STORAGE_VERSION,)).fetchone()
+        return recorded is not None and recorded[0] == version and db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is None
 
     def _records(self, db: sqlite3.Connection) -> tuple[np.ndarray, str | None]:
         """The vectors file's records (mapped, not loaded: see :class:`VectorFile`) and its token;
@@ -800,7 +810,7 @@ class PassageIndex(DerivedIndex):
                         # by meaning alone, the score is the similarity itself (a fused one is a rank's)
                         fused[slot] = fused.get(slot, 0.0) + 1 / (RRF_K + rank + 1) if "keyword" in modes else similarity
                         paths[slot] = found[slot]
-            holds = self._holds()
+            holds = self._holds(db)
             ranked = sorted(fused.items(), key=lambda item: -item[1])
             best = list(islice((item for item in ranked if holds(paths[item[0]])), limit))
             return self._passages(db, best)
@@ -865,8 +875,8 @@ class PassageIndex(DerivedIndex):
         """The ``limit`` documents of ``kind`` whose best passage is nearest ``vector``, at least
         ``least`` similar (all of them but the document at storage path ``exclude``, and only
         those storage holds now), nearest first."""
-        holds = self._holds()
         with self.db.guard() as db:
+            holds = self._holds(db)
             skip = [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (exclude,))] if exclude else []
             best: dict[str, float] = {}
             near = self._near(db, vector, kind, namespaces, least, skip)
