@@ -46,7 +46,11 @@ if TYPE_CHECKING:
     from hostcore.seams.storage import Storage
 
 log = logging.getLogger("hostcore.index")
-GAP_SECONDS = 0.2  # under a stream of saves, a background catch-up starts at most this often
+# Under a stream of saves, a background catch-up starts at most this often. Each pass is a commit
+# of the search index, and tantivy merges its smallest segments every few commits; on a big wiki
+# one of those holds thousands of pages, so passes close together cost the saves their CPU
+# (docs/operators.md). Reads never wait for a pass: they catch up themselves.
+GAP_SECONDS = 1.0
 LINK_GRAPH, SEARCH_INDEX, PASSAGE_INDEX = "link graph", "search index", "passage index"
 UNVERSIONED = "unversioned"  # what an index records once compared with a storage that keeps no versions (fs)
 REINDEX = "by `hostcore reindex`"
