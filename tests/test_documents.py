@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -480,9 +480,30 @@ host.close()
 """
 
 
-def test_two_processes_catch_up_side_by_side(tmp_path):
-    """Two real processes (as hostcore serve's workers) embed one instance's pages at once with
-    the real model: each indexes its own share, every page exactly once."""
+ROUND_PROCESS = """
+import json, sys, time
+from hostcore.app import create_app
+from hostcore.indexes.passages import PassageIndex
+spans = []
+step = PassageIndex._step
+def timed(self, limit=256):
+    start = time.monotonic()
+    out = step(self, limit)
+    spans.append((start, time.monotonic(), out[0]))
+    return out
+PassageIndex._step = timed
+host = create_app(json.loads(sys.argv[1]), instance_path=sys.argv[2]).extensions["hostcore"]
+print("ready", flush=True)
+sys.stdin.readline()
+host.passages.kick()
+host.passages.wait()
+print(json.dumps(spans), flush=True)
+host.close()
+"""
+
+
+def imported(tmp_path: Path, pages: int) -> Path:
+    """An instance whose ``pages`` pages came in one commit, none indexed yet."""
     instance = tmp_path / "instance"
     host = make_host(instance)
     host.passages.kick = lambda: None
@@ -490,12 +511,18 @@ def test_two_processes_catch_up_side_by_side(tmp_path):
     admin.save_namespace("notes", title="Notes")
     host.storage.apply(
         [Put(f"notes/p{i:03d}.md", f"# Page {i}\n\n".encode() + b"Gardens, rivers and ledgers. " * (20 + i % 40))
-         for i in range(1200)],
+         for i in range(pages)],
         Change("operator", "import"),
     )  # fmt: skip
-    assert pending(host) == 1200
+    assert pending(host) == pages
     host.close()
-    command = [sys.executable, "-c", CATCH_UP_PROCESS, json.dumps(EMBEDDED), str(instance)]
+    return instance
+
+
+def run_side_by_side(script: str, instance: Path) -> list[Any]:
+    """What ``script`` prints last in each of two real processes started on ``instance``, both told
+    to go once both are ready."""
+    command = [sys.executable, "-c", script, json.dumps(EMBEDDED), str(instance)]
     procs = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     try:
         for proc in procs:
@@ -503,13 +530,35 @@ def test_two_processes_catch_up_side_by_side(tmp_path):
         for proc in procs:
             proc.stdin.write("go\n")
             proc.stdin.flush()
-        shares = [json.loads(proc.stdout.readline()) for proc in procs]
+        return [json.loads(proc.stdout.readline()) for proc in procs]
     finally:
         for proc in procs:
             proc.kill()
             proc.communicate()  # closes its pipes
+
+
+def test_two_processes_catch_up_side_by_side(tmp_path):
+    """Two real processes (as ``hostcore reindex`` beside a server) embed one instance's pages at
+    once with the real model: each indexes its own share, every page exactly once."""
+    instance = imported(tmp_path, 1200)
+    shares = run_side_by_side(CATCH_UP_PROCESS, instance)
     assert all(len(share) >= 256 for share in shares), [len(share) for share in shares]  # a step each at least
     assert sorted(shares[0] + shares[1]) == sorted(f"notes/p{i:03d}.md" for i in range(1200))  # each once
+    docs, chunks, claims = index_rows(instance)
+    assert len(docs) == 1200 and claims == 0 and len({slot for slot, _ in chunks}) == len(chunks)
+
+
+def test_background_rounds_of_two_processes_take_turns(tmp_path):
+    """The background threads of two real processes (hostcore serve's workers) embed one at a
+    time: no step of one runs while a step of the other does, so the embedding takes one core of
+    the machine and the other is left to the requests; every page is indexed."""
+    instance = imported(tmp_path, 1200)
+    spans = run_side_by_side(ROUND_PROCESS, instance)
+    working = [[(start, end) for start, end, took in mine if took] for mine in spans]
+    assert sum(len(mine) for mine in working) >= 5, spans  # 1,200 pages: five steps of 256
+    for start, end in working[0]:
+        for other_start, other_end in working[1]:
+            assert end <= other_start or other_end <= start, (start, end, other_start, other_end)
     docs, chunks, claims = index_rows(instance)
     assert len(docs) == 1200 and claims == 0 and len({slot for slot, _ in chunks}) == len(chunks)
 
@@ -593,7 +642,8 @@ def test_a_stream_of_saves_is_indexed_once_per_round(tmp_path):
         assert pending(host) == 0 and embedded[-1].endswith("version one")
         for n in ("two", "three", "four"):
             page = admin.save_page("notes/p", body=f"version {n}", basehash=page["hash"])
-        time.sleep(0.5)
+        host.indexes.follower.wait()  # the background catch-up handed the changes over and asked for a round
+        time.sleep(0.3)
         assert pending(host) == 1  # the next round is due a minute after the last one started
         before = len(embedded)
         passages.wait()  # takes the due round now

@@ -377,8 +377,11 @@ class PassageIndex(DerivedIndex):
         self._worker.wait()
 
     def _work(self) -> None:
-        """One round of the background thread: every pending document, in steps."""
-        started, before = time.monotonic(), self.pending()
+        """One round of the background thread: every pending document, in steps. One process's
+        round at a time on the machine (``passages.rounds.lock``; a process that finds another's
+        running waits for it, then looks at what is left): the embedding takes one core, and the
+        other stays with the requests."""
+        before = self.pending()
         if self._load and self.embedder is not None:  # once: the first save must not wait for it
             self._load = False
             if before:
@@ -387,7 +390,16 @@ class PassageIndex(DerivedIndex):
                 self._preload = threading.Timer(PRELOAD_SECONDS, self._load_model)
                 self._preload.name, self._preload.daemon = "passage index: model", True
                 self._preload.start()
-        done = self._steps(before, lambda: self._worker.stopping)
+        rounds = FileLock(self.path.with_name("passages.rounds.lock"))
+        while not rounds.acquire(blocking=False):  # another process's round: it takes what is pending
+            if self._worker.stopping:
+                return
+            time.sleep(TAKEN_WAIT)
+        try:
+            started, before = time.monotonic(), self.pending()
+            done = self._steps(before, lambda: self._worker.stopping)
+        finally:
+            rounds.release()
         if done:  # what health and status show of the pace, whichever process asks
             self.db.set_meta("pace", f"{done / max(time.monotonic() - started, 1e-3):.1f}")
 
