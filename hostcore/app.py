@@ -148,9 +148,12 @@ def serving_app(
 
 def stop_serving(app: Any) -> None:
     """What a server process does as it stops (gunicorn's ``worker_exit``, after a clean stop):
-    write what the activity log holds in memory, so a restart or a deploy loses no record."""
+    write what the activity log holds in memory, so a restart or a deploy loses no record, and
+    take the changes of the last moments into the indexes (their background pass may be due up to
+    a second later), so the next start finds them current (a full disk then cannot stop it)."""
     host = getattr(app, "extensions", {}).get("hostcore")
     if host is not None:
+        host.indexes.finish()
         host.activity.close()
 
 

@@ -155,6 +155,11 @@ class Indexes:
         for index in self:
             index.wait()
 
+    def finish(self) -> None:
+        """Run the background catch-up asked for now, and no other after it (a server stopping
+        cleanly: the saves of its last second leave the indexes current, whatever the gap)."""
+        self.follower.stop()
+
     def close(self) -> None:
         """Finish the catch-up asked for (a CLI command's changes leave the indexes current), then
         stop every index's background work and close it."""

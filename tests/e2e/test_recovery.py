@@ -16,6 +16,8 @@ import anyio
 import pytest
 
 from hostcore import testing
+from hostcore.app import build_host
+from hostcore.indexes.indexer import LINK_GRAPH, SEARCH_INDEX
 from hostcore.testing import fill_disk, small_disk, stop_process_group
 from hostcore_tantivy import FORMAT as TANTIVY_FORMAT
 
@@ -135,3 +137,19 @@ def test_a_server_started_on_a_full_disk_serves_reads_and_refuses_writes_clearly
         finally:
             wiki.stop()
         assert "the wiki's disk is full" in wiki.log.read_text()
+
+
+def test_a_clean_stop_takes_the_last_saves_into_the_indexes(tmp_path: Path) -> None:
+    """A server stopped cleanly (SIGTERM) right after its saves leaves the link graph and the search
+    index reflecting them, though their background pass was not due yet: the next start, even on a
+    full disk, finds them current."""
+    wiki = Wiki(tmp_path / "instance", tmp_path / "serve.log")
+    wiki.fill()  # 40 saves, then the server stopped at once
+    host = build_host(wiki.instance, start=False)
+    try:
+        version = host.storage.version()
+        recorded = {name: host.indexes[name].storage_version() for name in (LINK_GRAPH, SEARCH_INDEX)}
+        assert recorded == {LINK_GRAPH: version, SEARCH_INDEX: version}
+        assert set(NOTES) <= set(host.indexes.search.hashes())
+    finally:
+        host.close()
