@@ -163,7 +163,7 @@ class Indexes:
     def close(self) -> None:
         """Finish the catch-up asked for (a CLI command's changes leave the indexes current), then
         stop every index's background work and close it."""
-        self.follower.stop()
+        self.finish()
         for index in self:
             if index.rebuild is not None:
                 index.rebuild.wait()
