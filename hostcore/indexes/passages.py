@@ -91,6 +91,8 @@ STOP_WORDS = frozenset(
 )
 
 LAYOUT = 2  # passages.sqlite's layout (PRAGMA user_version): another one is emptied and filled again
+# the document of each passage id (its path, then what a Near tells of it)
+NEAR_DOCUMENTS = "SELECT chunks.id, docs.path, docs.kind, docs.slug, docs.filename, docs.title FROM chunks JOIN docs USING (path) WHERE chunks.id IN"
 BLOCK = 16_384  # vectors compared with a query at once (bounds the floats made from them)
 SORTED_GROUP = 1024  # passages nearest a query put in order at a time (see nearest_first)
 KINDS: dict[Kind, int] = {"page": 1, "attachment": 2}  # a vector record's kind; 0: a free record
@@ -472,11 +474,13 @@ class PassageIndex(DerivedIndex):
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, query: str, keys: Sequence[object]) -> dict:
-        """``query`` (a SELECT of key and value ending ``IN``) for ``keys``, 500 at a time: key -> value."""
+        """``query`` (a SELECT of a key and its value, or of a key and more columns, ending ``IN``)
+        for ``keys``, 500 at a time: key -> value (or the tuple of the other columns)."""
         out: dict = {}
         for first in range(0, len(keys), 500):
             batch = list(keys[first : first + 500])
-            out.update(db.execute(f"{query} ({','.join('?' * len(batch))})", batch).fetchall())
+            rows = db.execute(f"{query} ({','.join('?' * len(batch))})", batch)
+            out.update((row[0], row[1] if len(row) == 2 else row[1:]) for row in rows)
         return out
 
     def _indexed(self, db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, str]:
@@ -843,22 +847,26 @@ class PassageIndex(DerivedIndex):
             keep &= np.isin(columns.namespace, [codes[n] for n in namespaces if n in codes])
         if exclude:
             keep[[slot for slot in exclude if slot < len(keep)]] = False
-        slots = np.flatnonzero(keep)
-        sims = np.empty(len(slots), dtype=np.float32)
         quantised, scale = quantise(np.asarray(vector, dtype=np.float32).reshape(1, -1))
         query, query_scale = quantised[0], float(scale[0])
-        whole = len(slots) > len(records) // 2  # most records: read them in order, no gathering
-        for first in range(0, len(slots) if not whole else len(records), BLOCK):
-            # int8 against int8, summed in int32: no float copy of the vectors
-            taken = slice(first, first + BLOCK) if whole else slots[first : first + BLOCK]
-            dots = dot_products(records[taken]["vector"], query) * (columns.scale[taken] * query_scale)
-            if whole:  # the kept slots in this block: a run of the sorted slots
-                low, high = np.searchsorted(slots, (first, first + BLOCK))
-                sims[low:high] = dots[slots[low:high] - first]
-            else:
-                sims[first : first + BLOCK] = dots
+        kept = int(np.count_nonzero(keep))
+        slots: np.ndarray | None = None  # the records compared, when not all of them
+        if kept > len(records) // 2:  # most records: every one compared in order, the rest left out after
+            sims = np.empty(len(records), dtype=np.float32)
+            for first in range(0, len(records), BLOCK):
+                block = slice(first, first + BLOCK)  # int8 against int8, summed in int32: no float copy of the vectors
+                np.multiply(dot_products(records[block]["vector"], query), columns.scale[block], out=sims[block], casting="same_kind")
+            if kept < len(records):
+                sims[~keep] = -np.inf  # below any ``least``
+        else:  # a few: only theirs, gathered
+            slots = np.flatnonzero(keep)
+            sims = np.empty(len(slots), dtype=np.float32)
+            for first in range(0, len(slots), BLOCK):
+                taken = slots[first : first + BLOCK]
+                sims[first : first + BLOCK] = dot_products(records[taken]["vector"], query) * columns.scale[taken]
+        sims *= query_scale
         for j in nearest_first(sims, least):
-            yield int(slots[j]), float(sims[j])
+            yield (j if slots is None else int(slots[j])), float(sims[j])
 
     @staticmethod
     def _scope(kind: Kind, namespaces: Collection[str] | None) -> tuple[str, list[str]]:
@@ -890,29 +898,21 @@ class PassageIndex(DerivedIndex):
         with self.db.guard() as db:
             holds = self._holds(db)
             skip = [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (exclude,))] if exclude else []
-            best: dict[str, float] = {}
+            best: dict[str, Near] = {}
             near = self._near(db, vector, kind, namespaces, least, skip)
             while len(best) < limit:
-                batch = list(islice(near, 4 * limit))  # the paths of the nearest passages, a batch at a time
+                batch = list(islice(near, 4 * limit))  # the nearest passages, a batch at a time: their documents in one look-up
                 if not batch:
                     break
-                found = self._lookup(db, "SELECT id, path FROM chunks WHERE id IN", [slot for slot, _ in batch])
+                found: dict[int, tuple[str, Kind, str, str, str]] = self._lookup(db, NEAR_DOCUMENTS, [slot for slot, _ in batch])
                 for slot, similarity in batch:
-                    path = found.get(slot)
-                    if path is not None and path != exclude and path not in best and holds(path):
-                        best[path] = similarity
+                    row = found.get(slot)
+                    if row is not None and row[0] != exclude and row[0] not in best and holds(row[0]):
+                        path, kind_of, slug, filename, title = row
+                        best[path] = Near(kind_of, slug, filename, title, similarity)
                         if len(best) == limit:
                             break
-            if not best:
-                return []
-            docs: dict[str, tuple[Kind, str, str, str]] = {
-                r[0]: r[1:]
-                for r in db.execute(
-                    f"SELECT path, kind, slug, filename, title FROM docs WHERE path IN ({','.join('?' * len(best))})",
-                    list(best),
-                )
-            }
-        return [Near(*docs[p], s) for p, s in best.items() if p in docs]
+        return list(best.values())
 
     def document_vector(self, path: str) -> Vectors | None:
         """The mean of the document's passage vectors, of length 1; None when it is not indexed (or nothing is embedded)."""
