@@ -29,6 +29,8 @@ from hostcore.errors import Forbidden, NotFound, Unavailable, ValidationError
 from hostcore.host.host import Host
 from hostcore.indexes.passages import CHUNK_CHARS, excerpt, listed_documents, nearest_first, query_words, split_passages
 from hostcore.indexes.vectors import HEADER, dot_products, quantise, record_type
+from hostcore.seams.search import SearchBackend
+from hostcore.service.search import SNIPPET_CHARS
 
 from .conftest import principal
 
@@ -801,6 +803,33 @@ def test_search_ranks_words_and_meaning_together_for_plain_words(docs):
     later = reader.search("resting feline grooming", offset=1)
     assert [h["slug"] for h in later["hits"]] == [h["slug"] for h in found["hits"][1:]]  # paging through the fused order
     assert len(later["results"]) == len(later["hits"])  # only the first page adds attachments to results
+
+
+def test_a_page_found_by_meaning_alone_is_shown_as_the_search_index_holds_it_else_as_storage_does(doc_host, monkeypatch):
+    admin, reader = doc_host.wiki(SYSTEM), doc_host.wiki(principal("read"))
+    body = "Felines   sleep\n\nmost of the day and groom their fur. " + "A cat naps and licks its coat. " * 6
+    admin.save_page("notes/cats", admin.read_page("notes/cats")["hash"], body=body, title="Cats", tags=["pets"])
+    reads: list[str] = []
+    read = doc_host.storage.read_with_hash
+    me = threading.get_ident()
+
+    def counted(path: str) -> tuple[bytes, str]:
+        if threading.get_ident() == me:  # not the passage index's thread, which reads the page saved to embed it again
+            reads.append(path)
+        return read(path)
+
+    monkeypatch.setattr(doc_host.storage, "read_with_hash", counted)
+    found = {h["slug"]: h for h in reader.search("resting feline grooming")["hits"]}
+    assert reads == []  # one look-up in the search index for them all
+    cats = found["notes/cats"]  # its words as the search index holds them since the save, whatever the meaning index is at
+    assert cats["found_by"] == "meaning" and cats["tags"] == ["pets"]
+    assert cats["snippet"].startswith("Felines sleep most of the day and groom their fur. A cat naps") and cats["snippet"].endswith("…")
+    assert len(cats["snippet"]) == SNIPPET_CHARS + 1
+    backend = doc_host.indexes.search_backend()
+    assert backend is not None and set(backend.documents(["notes/cats", "notes/kittens", "notes/none"]) or {}) == {"notes/cats", "notes/kittens"}
+    monkeypatch.setattr(type(backend), "documents", SearchBackend.documents)  # an engine that keeps no text: storage is read
+    assert {h["slug"]: h for h in reader.search("resting feline grooming")["hits"]} == found
+    assert set(reads) == {f"{slug}.md" for slug in found}
 
 
 def test_a_title_match_ranks_above_what_meaning_adds(docs):

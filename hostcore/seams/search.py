@@ -119,6 +119,14 @@ class SearchBackend(ABC):
     def hashes(self) -> dict[str, str]:
         """Slug -> hash of every indexed page (what :meth:`update` was given)."""
 
+    def documents(self, slugs: Sequence[str]) -> dict[str, SearchDoc] | None:
+        """Slug -> the document indexed for it, for those of ``slugs`` the index holds: its title,
+        body, tags and hash as the engine keeps them (``author`` and ``changed`` may be left at
+        their defaults). The host shows a page found by meaning alone from it, one look-up for
+        them all instead of a storage read each. Optional: None (the default), when the engine
+        keeps no text to give back; the host then reads storage."""
+        return None
+
     def clear(self) -> None:
         """Empty the index (and forget its storage version)."""
         self.update(removed=list(self.hashes()))

@@ -19,7 +19,7 @@ from hostcore.domain.attachments import URL_PREFIX
 from hostcore.domain.pages import page_path
 from hostcore.errors import NotFound, Unavailable, ValidationError
 from hostcore.indexes.passages import RRF_K, Near
-from hostcore.seams.search import SearchBackend, SearchFilters, SearchHit
+from hostcore.seams.search import SearchBackend, SearchDoc, SearchFilters, SearchHit
 from hostcore.service.documents import DocumentsMixin
 
 MAX_SEARCH_OFFSET = 1000
@@ -230,9 +230,11 @@ class SearchMixin(DocumentsMixin):
                 if not batch.more:
                     break
         ranked = first + [(h.slug, 1 / (RRF_K + FUSE_DEPTH + i + 1), h) for i, h in enumerate(rest)]  # below every fused score
+        asked = ranked[offset : offset + limit]
+        indexed = backend.documents([slug for slug, _, hit in asked if hit is None]) or {}
         page = [
-            replace(hit, score=score) if hit is not None else self._meaning_hit(nearest[slug], score)
-            for slug, score, hit in ranked[offset : offset + limit]
+            replace(hit, score=score) if hit is not None else self._meaning_hit(nearest[slug], score, indexed.get(slug))
+            for slug, score, hit in asked
         ]
         close, worded = {n.slug for n in near}, set(by_words) | {h.slug for h in rest}
         how = {h.slug: ("words and meaning" if h.slug in close else "words") if h.slug in worded else "meaning" for h in page}
@@ -264,13 +266,19 @@ class SearchMixin(DocumentsMixin):
             kept.append(n)
         return kept
 
-    def _meaning_hit(self, near: Near, score: float) -> SearchHit:
-        """A hit for a page found by meaning alone: no word to mark, so the start of its body."""
-        try:
-            page = self._load(near.slug)
-            body, tags = " ".join(page.body.split()), tuple(page.tags)
-        except NotFound:  # deleted since the meaning index saw it
-            body, tags = "", ()
+    def _meaning_hit(self, near: Near, score: float, indexed: SearchDoc | None) -> SearchHit:
+        """A hit for a page found by meaning alone: no word to mark, so the start of its body. Its
+        body and tags as the search index holds them (``indexed``: caught up with the saves
+        acknowledged before this search), else as storage does (an engine that keeps no text)."""
+        if indexed is not None:
+            body, tags = indexed.body, indexed.tags
+        else:
+            try:
+                page = self._load(near.slug)
+                body, tags = page.body, tuple(page.tags)
+            except NotFound:  # deleted since the meaning index saw it
+                body, tags = "", ()
+        body = " ".join(body.split())
         snippet = html.escape(body[:SNIPPET_CHARS]) + ("…" if len(body) > SNIPPET_CHARS else "")
         return SearchHit(near.slug, near.title, tags, snippet, score)
 

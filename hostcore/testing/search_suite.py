@@ -298,6 +298,18 @@ class SearchConformance:
         assert backend.hashes() == {}
         assert self.search(backend, "words") == []
 
+    def test_documents_give_back_what_was_indexed(self, backend: SearchBackend) -> None:
+        backend.update([search_doc("n/a", "Title A", "The body\n\nof  a", ("Ops", "runbook"), "ha"), search_doc("n/b", body="b")])
+        backend.update([search_doc("n/a", "Title A2", "The new body", ("ops",), "ha2")], removed=["n/b"])
+        found = backend.documents(["n/a", "n/b", "n/missing", "n/a"])
+        if found is None:  # optional: an engine that keeps no text says so by not defining it
+            assert type(backend).documents is SearchBackend.documents
+            return
+        assert set(found) == {"n/a"}
+        doc = found["n/a"]
+        assert (doc.slug, doc.title, doc.body, doc.tags, doc.hash) == ("n/a", "Title A2", "The new body", ("ops",), "ha2")
+        assert backend.documents([]) == {}
+
     def test_write_visible_to_other_instance(self, backend: SearchBackend, tmp_path: Path) -> None:
         other = self.make_backend(tmp_path / "index")
         try:

@@ -385,6 +385,20 @@ class SqliteSearch(SearchBackend):
                 self._remembered.popitem(last=False)
         return found
 
+    def documents(self, slugs: Sequence[str]) -> dict[str, SearchDoc]:
+        wanted = sorted(set(slugs))
+        out: dict[str, SearchDoc] = {}
+        with self._connection() as db:
+            for first in range(0, len(wanted), 500):
+                batch = wanted[first : first + 500]
+                rows = db.execute(
+                    "SELECT pages.slug, pages.title, fts.body, pages.tags, pages.hash FROM pages JOIN fts ON fts.rowid = pages.id "
+                    f"WHERE pages.slug IN ({','.join('?' * len(batch))})",
+                    batch,
+                )
+                out.update((slug, SearchDoc(slug, title, body, tuple(json.loads(tags)), digest)) for slug, title, body, tags, digest in rows)
+        return out
+
     def hashes(self) -> dict[str, str]:
         with self._connection() as db:
             return dict(db.execute("SELECT slug, hash FROM pages").fetchall())

@@ -421,6 +421,25 @@ class TantivySearch(SearchBackend):
             raise self._recover(exc) from exc
         return SearchResults(hits, len(found) > limit)
 
+    def documents(self, slugs: Sequence[str]) -> dict[str, SearchDoc]:
+        wanted = sorted(set(slugs))
+        if not wanted:
+            return {}
+        searcher = self._searcher()
+        try:
+            found = searcher.search(Query.term_set_query(self._schema, "slug", wanted), limit=len(wanted), count=False).hits
+            stored = [searcher.doc(address) for _, address in found]
+        except ValueError as exc:
+            raise self._recover(exc) from exc
+        docs = (
+            SearchDoc(
+                str(doc.get_first("slug")), doc.get_first("title") or "", doc.get_first("body") or "", tuple(doc.get_all("tags")),
+                doc.get_first("hash") or "",
+            )
+            for doc in stored
+        )
+        return {doc.slug: doc for doc in docs}
+
     def _filters(self, filters: SearchFilters) -> list[Query]:
         """What pages passing ``filters`` match, scoring nothing."""
         schema, out = self._schema, []
