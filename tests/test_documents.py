@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from itertools import islice
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -832,6 +833,27 @@ def test_a_page_found_by_meaning_alone_is_shown_as_the_search_index_holds_it_els
     assert set(reads) == {f"{slug}.md" for slug in found}
 
 
+def test_the_words_hits_a_fused_page_shows_carry_the_engines_snippets_however_deep_they_ranked(doc_host):
+    admin, reader = doc_host.wiki(SYSTEM), doc_host.wiki(principal("read"))
+    topics = ["roses", "kittens", "taxes", "bread", "rockets", "rivers", "chess", "violins"]
+    for i in range(24):
+        body = f"Note {i}. " + "Filler text. " * (i % 5) + f"The garden tomatoes need watering on a schedule, like {topics[i % 8]}."
+        admin.save_page(f"notes/t{i:02}", body=body, title=f"Note {i}")
+    indexed(doc_host)
+    backend = doc_host.indexes.search_backend()
+    assert backend is not None
+    query, lifted, shown = "garden tomatoes watering schedule", 0, 0
+    engine = {h.slug: (rank, h.snippet) for rank, h in enumerate(backend.search(query, namespaces=None, limit=50).hits)}
+    for offset in range(4):
+        for limit in (1, 2, 3, 5):
+            hits = reader.search(query, offset=offset, limit=limit)["hits"]
+            worded = [h for h in hits if h["found_by"] != "meaning"]
+            assert all(h["snippet"] == engine[h["slug"]][1] and "<mark>" in h["snippet"] for h in worded)
+            lifted += any(engine[h["slug"]][0] >= offset + limit for h in worded)  # past what the engine marked at first
+            shown += len(worded)
+    assert lifted and shown > 20
+
+
 def test_a_title_match_ranks_above_what_meaning_adds(docs):
     docs.wiki(SYSTEM).save_page("notes/play", title="Kittens at play indoors", body="Yarn, boxes and a sunny window.")
     indexed(docs)
@@ -1092,6 +1114,17 @@ def test_passages_come_nearest_first_a_group_at_a_time_in_a_stable_order(group):
     expected = close[np.argsort(-similarities[close], kind="stable")].tolist()
     assert list(nearest_first(similarities, 0.2, group)) == expected and len(expected) > 100
     assert list(nearest_first(similarities, 2.0, group)) == [] and list(nearest_first(similarities[:0], -1.0, group)) == []
+
+
+@pytest.mark.parametrize("least", [-1.0, 0.0, 0.9])
+def test_among_many_passages_the_first_go_by_a_guessed_bound_and_the_order_stays_stable(least):
+    rng = np.random.default_rng(7)
+    similarities = np.round(rng.uniform(-1, 1, 300_000), 3).astype(np.float32)
+    similarities[rng.choice(300_000, 50_000, replace=False)] = -np.inf  # records of another kind or namespace
+    close = np.flatnonzero(similarities >= least)
+    expected = close[np.argsort(-similarities[close], kind="stable")].tolist()
+    assert list(islice(nearest_first(similarities, least), 300)) == expected[:300]  # what a search takes: past the bound's few
+    assert list(nearest_first(similarities, least, 64)) == expected  # and on past it, to the floor
 
 
 def test_a_lost_vectors_file_is_made_anew_and_filled(tmp_path):

@@ -91,10 +91,9 @@ STOP_WORDS = frozenset(
 )
 
 LAYOUT = 2  # passages.sqlite's layout (PRAGMA user_version): another one is emptied and filled again
-# the document of each passage id (its path, then what a Near tells of it)
-NEAR_DOCUMENTS = "SELECT chunks.id, docs.path, docs.kind, docs.slug, docs.filename, docs.title FROM chunks JOIN docs USING (path) WHERE chunks.id IN"
 BLOCK = 16_384  # vectors compared with a query at once (bounds the floats made from them)
 SORTED_GROUP = 1024  # passages nearest a query put in order at a time (see nearest_first)
+SAMPLE_STEP, SAMPLE_GROUPS = 16, 4  # nearest_first's first bound: from every 16th similarity, about 4 groups above it
 KINDS: dict[Kind, int] = {"page": 1, "attachment": 2}  # a vector record's kind; 0: a free record
 
 _SCHEMA = """
@@ -166,17 +165,31 @@ def nearest_first(similarities: np.ndarray, least: float, group: int = SORTED_GR
     their order), sorted ``group`` at a time as they are taken: a caller wants the first few
     hundred, and a query of common words is near most passages (sorting all of them cost more
     than comparing them). Each group is every position whose similarity is at least the
-    ``group``-th greatest left, so the order is the one a stable sort of them all gives."""
-    left = np.flatnonzero(similarities >= least)
-    while len(left):
-        if len(left) > group:
-            values = similarities[left]
-            bound = np.partition(values, len(values) - group)[len(values) - group]
-            upper = values >= bound
-            taken, left = left[upper], left[~upper]
-        else:
-            taken, left = left, left[:0]
-        yield from taken[np.argsort(-similarities[taken], kind="stable")].tolist()
+    ``group``-th greatest left, so the order is the one a stable sort of them all gives.
+
+    Among many, the positions at least a bound that about SAMPLE_GROUPS groups pass (guessed from
+    every SAMPLE_STEP-th similarity) go first, the rest only when a caller goes on past them: a
+    few thousand put in order instead of most of the array gathered and partitioned."""
+    bounds = [least]
+    if len(similarities) > SAMPLE_STEP * SAMPLE_GROUPS * group:
+        sample = similarities[::SAMPLE_STEP]
+        k = len(sample) - max(1, SAMPLE_GROUPS * group // SAMPLE_STEP)
+        guess = float(np.partition(sample, k)[k])
+        if guess > least:
+            bounds = [guess, least]
+    above = np.inf
+    for bound in bounds:
+        left = np.flatnonzero((similarities >= bound) & (similarities < above))
+        above = bound
+        while len(left):
+            if len(left) > group:
+                values = similarities[left]
+                cut = np.partition(values, len(values) - group)[len(values) - group]
+                upper = values >= cut
+                taken, left = left[upper], left[~upper]
+            else:
+                taken, left = left, left[:0]
+            yield from taken[np.argsort(-similarities[taken], kind="stable")].tolist()
 
 
 def split_passages(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, str]]:
@@ -474,13 +487,11 @@ class PassageIndex(DerivedIndex):
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, query: str, keys: Sequence[object]) -> dict:
-        """``query`` (a SELECT of a key and its value, or of a key and more columns, ending ``IN``)
-        for ``keys``, 500 at a time: key -> value (or the tuple of the other columns)."""
+        """``query`` (a SELECT of key and value ending ``IN``) for ``keys``, 500 at a time: key -> value."""
         out: dict = {}
         for first in range(0, len(keys), 500):
             batch = list(keys[first : first + 500])
-            rows = db.execute(f"{query} ({','.join('?' * len(batch))})", batch)
-            out.update((row[0], row[1] if len(row) == 2 else row[1:]) for row in rows)
+            out.update(db.execute(f"{query} ({','.join('?' * len(batch))})", batch).fetchall())
         return out
 
     def _indexed(self, db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, str]:
@@ -898,21 +909,30 @@ class PassageIndex(DerivedIndex):
         with self.db.guard() as db:
             holds = self._holds(db)
             skip = [r[0] for r in db.execute("SELECT id FROM chunks WHERE path = ?", (exclude,))] if exclude else []
-            best: dict[str, Near] = {}
+            best: dict[str, float] = {}
             near = self._near(db, vector, kind, namespaces, least, skip)
             while len(best) < limit:
-                batch = list(islice(near, 4 * limit))  # the nearest passages, a batch at a time: their documents in one look-up
+                batch = list(islice(near, 2 * limit))  # the paths of the nearest passages, a batch at a time
                 if not batch:
                     break
-                found: dict[int, tuple[str, Kind, str, str, str]] = self._lookup(db, NEAR_DOCUMENTS, [slot for slot, _ in batch])
+                found = self._lookup(db, "SELECT id, path FROM chunks WHERE id IN", [slot for slot, _ in batch])
                 for slot, similarity in batch:
-                    row = found.get(slot)
-                    if row is not None and row[0] != exclude and row[0] not in best and holds(row[0]):
-                        path, kind_of, slug, filename, title = row
-                        best[path] = Near(kind_of, slug, filename, title, similarity)
+                    path = found.get(slot)
+                    if path is not None and path != exclude and path not in best and holds(path):
+                        best[path] = similarity
                         if len(best) == limit:
                             break
-        return list(best.values())
+            if not best:
+                return []
+            # two look-ups: a join looks a document up for every passage, this once for each kept
+            docs: dict[str, tuple[Kind, str, str, str]] = {
+                r[0]: r[1:]
+                for r in db.execute(
+                    f"SELECT path, kind, slug, filename, title FROM docs WHERE path IN ({','.join('?' * len(best))})",
+                    list(best),
+                )
+            }
+        return [Near(*docs[p], s) for p, s in best.items() if p in docs]
 
     def document_vector(self, path: str) -> Vectors | None:
         """The mean of the document's passage vectors, of length 1; None when it is not indexed (or nothing is embedded)."""

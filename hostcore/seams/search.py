@@ -115,6 +115,15 @@ class SearchBackend(ABC):
         inflections (:func:`hostcore.stem`), a page holding the word as typed ranking above one
         holding another form of it. Raises ValidationError(field="query") for a query it cannot parse."""
 
+    def ranked(
+        self, query: str, *, namespaces: Collection[str] | None, limit: int, marked: int, filters: SearchFilters = NO_FILTERS,
+    ) -> SearchResults:
+        """The first ``limit`` hits of :meth:`search`, in its order, only the first ``marked`` of
+        them sure to carry their snippets (the rest may carry ""): a search fusing the engine's
+        ranking with the pages near in meaning reads the first fifty hits and shows a page of
+        them. Optional: by default :meth:`search`, every snippet made."""
+        return self.search(query, namespaces=namespaces, offset=0, limit=limit, filters=filters)
+
     @abstractmethod
     def hashes(self) -> dict[str, str]:
         """Slug -> hash of every indexed page (what :meth:`update` was given)."""

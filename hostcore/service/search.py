@@ -203,7 +203,8 @@ class SearchMixin(DocumentsMixin):
         thousandth per place). Past them, the backend's order goes
         on without the pages already shown. Both rankings are the indexes' own, so every worker
         pages through the same order."""
-        words = backend.search(query, namespaces=scope, offset=0, limit=FUSE_DEPTH, filters=filters)
+        marked = offset + limit  # the words' hits that can be shown without a page near in meaning above them
+        words = backend.ranked(query, namespaces=scope, limit=FUSE_DEPTH, marked=marked, filters=filters)
         by_words = {h.slug: h for h in words.hits}
         near = self._pages_by_meaning(self.host.indexes.passage_index(), query, scope, FUSE_DEPTH)
         passing = {n.slug for n in self._passing([n for n in near if n.slug not in by_words], filters)}
@@ -232,13 +233,30 @@ class SearchMixin(DocumentsMixin):
         ranked = first + [(h.slug, 1 / (RRF_K + FUSE_DEPTH + i + 1), h) for i, h in enumerate(rest)]  # below every fused score
         asked = ranked[offset : offset + limit]
         indexed = backend.documents([slug for slug, _, hit in asked if hit is None]) or {}
+        snippets = self._deeper_snippets(backend, query, scope, filters, [hit for _, _, hit in asked if hit is not None], words.hits, marked)
         page = [
-            replace(hit, score=score) if hit is not None else self._meaning_hit(nearest[slug], score, indexed.get(slug))
+            replace(hit, score=score, snippet=snippets.get(slug, hit.snippet)) if hit is not None
+            else self._meaning_hit(nearest[slug], score, indexed.get(slug))
             for slug, score, hit in asked
         ]
         close, worded = {n.slug for n in near}, set(by_words) | {h.slug for h in rest}
         how = {h.slug: ("words and meaning" if h.slug in close else "words") if h.slug in worded else "meaning" for h in page}
         return page, len(ranked) > offset + limit, how
+
+    @staticmethod
+    def _deeper_snippets(
+        backend: SearchBackend, query: str, scope: frozenset[str] | None, filters: SearchFilters, shown: list[SearchHit],
+        words: Sequence[SearchHit], marked: int,
+    ) -> dict[str, str]:
+        """Slug -> snippet of the hits ``shown`` among ``words`` past the ``marked`` first (which
+        alone came with their snippets: meaning lifted them onto this page): the engine's first
+        hits again, down to the deepest of them, marked. Few calls need it."""
+        rank = {h.slug: i for i, h in enumerate(words) if i >= marked}
+        deepest = max((rank[h.slug] for h in shown if h.slug in rank), default=None)
+        if deepest is None:
+            return {}
+        again = backend.search(query, namespaces=scope, offset=0, limit=deepest + 1, filters=filters)
+        return {h.slug: h.snippet for h in again.hits if h.slug in rank}
 
     def _passing(self, near: list[Near], filters: SearchFilters) -> list[Near]:
         """The pages of ``near`` that pass ``filters``: their tags, last author and time as the

@@ -298,6 +298,17 @@ class SearchConformance:
         assert backend.hashes() == {}
         assert self.search(backend, "words") == []
 
+    def test_ranked_gives_the_order_of_search_and_marks_the_first(self, backend: SearchBackend) -> None:
+        backend.update([search_doc(f"n/p{i:02}", f"Page {i}", "lead " * i + "needle in the hay " + "tail " * (30 - i)) for i in range(30)])
+        full = backend.search("needle hay", namespaces=None, limit=25)
+        for marked in (0, 3, 25):
+            ranked = backend.ranked("needle hay", namespaces=None, limit=25, marked=marked)
+            assert [(h.slug, h.title, h.tags, h.score) for h in ranked.hits] == [(h.slug, h.title, h.tags, h.score) for h in full.hits]
+            assert ranked.more == full.more and len(full.hits) == 25
+            assert [h.snippet for h in ranked.hits[:marked]] == [h.snippet for h in full.hits[:marked]]
+            assert all(h.snippet in ("", f.snippet) for h, f in zip(ranked.hits[marked:], full.hits[marked:], strict=True))
+        assert all("<mark>needle</mark>" in h.snippet for h in full.hits)
+
     def test_documents_give_back_what_was_indexed(self, backend: SearchBackend) -> None:
         backend.update([search_doc("n/a", "Title A", "The body\n\nof  a", ("Ops", "runbook"), "ha"), search_doc("n/b", body="b")])
         backend.update([search_doc("n/a", "Title A2", "The new body", ("ops",), "ha2")], removed=["n/b"])

@@ -321,6 +321,17 @@ class SqliteSearch(SearchBackend):
         self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20,
         filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
+        return self._search(query, namespaces=namespaces, offset=offset, limit=limit, filters=filters, marked=limit)
+
+    def ranked(
+        self, query: str, *, namespaces: Collection[str] | None, limit: int, marked: int, filters: SearchFilters = NO_FILTERS,
+    ) -> SearchResults:
+        return self._search(query, namespaces=namespaces, offset=0, limit=limit, filters=filters, marked=marked)
+
+    def _search(
+        self, query: str, *, namespaces: Collection[str] | None, offset: int, limit: int, filters: SearchFilters, marked: int,
+    ) -> SearchResults:
+        """The hits :meth:`search` gives, the first ``marked`` with their snippets, the rest with "" (:meth:`ranked`)."""
         if offset < 0:
             raise ValidationError("must be 0 or more", field="offset")
         if not 1 <= limit <= MAX_LIMIT:
@@ -357,9 +368,9 @@ class SqliteSearch(SearchBackend):
                 raise ValidationError("could not be understood; use plain words", field="query") from exc
             db.execute("COMMIT")
         marker, hits = Marker.of(positive_leaves(node)), []
-        for rowid, score in ranked:
+        for i, (rowid, score) in enumerate(ranked):
             slug, title, tags, body = rows[rowid]
-            hits.append(SearchHit(slug, title, tuple(json.loads(tags)), marker.snippet(title, body), -float(score)))
+            hits.append(SearchHit(slug, title, tuple(json.loads(tags)), marker.snippet(title, body) if i < marked else "", -float(score)))
         return SearchResults(hits, more)
 
     def _candidates(self, db: sqlite3.Connection, match: Match, titled: list[str], tiered: bool, need: int) -> Candidates:

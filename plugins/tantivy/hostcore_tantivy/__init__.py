@@ -399,6 +399,17 @@ class TantivySearch(SearchBackend):
         self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20,
         filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
+        return self._search(query, namespaces=namespaces, offset=offset, limit=limit, filters=filters, marked=limit)
+
+    def ranked(
+        self, query: str, *, namespaces: Collection[str] | None, limit: int, marked: int, filters: SearchFilters = NO_FILTERS,
+    ) -> SearchResults:
+        return self._search(query, namespaces=namespaces, offset=0, limit=limit, filters=filters, marked=marked)
+
+    def _search(
+        self, query: str, *, namespaces: Collection[str] | None, offset: int, limit: int, filters: SearchFilters, marked: int,
+    ) -> SearchResults:
+        """The hits :meth:`search` gives, the first ``marked`` with their snippets, the rest with "" (:meth:`ranked`)."""
         if offset < 0:
             raise ValidationError("must be 0 or more", field="offset")
         if not 1 <= limit <= MAX_LIMIT:
@@ -416,7 +427,7 @@ class TantivySearch(SearchBackend):
         try:
             found = searcher.search(compiled, limit=limit + 1, offset=offset, count=False).hits
             marker = _Marker(self, searcher, node)
-            hits = [marker.hit(score, searcher.doc(address)) for score, address in found[:limit]]
+            hits = [marker.hit(score, searcher.doc(address), marked=i < marked) for i, (score, address) in enumerate(found[:limit])]
         except ValueError as exc:
             raise self._recover(exc) from exc
         return SearchResults(hits, len(found) > limit)
@@ -551,14 +562,13 @@ class _Marker:
         self._needles = [(w, False) for w in sorted(self.words) if w.isascii() and w]
         self._needles += [(p, True) for p in self.prefixes if p.isascii() and p]
 
-    def hit(self, score: float, doc: tantivy.Document) -> SearchHit:
+    def hit(self, score: float, doc: tantivy.Document, *, marked: bool = True) -> SearchHit:
         title = doc.get_first("title") or ""
-        body = doc.get_first("body") or ""
         return SearchHit(
             slug=str(doc.get_first("slug")),
             title=title,
             tags=tuple(doc.get_all("tags")),
-            snippet=self.snippet(doc, title, body),
+            snippet=self.snippet(doc, title, doc.get_first("body") or "") if marked else "",
             score=float(score),
         )
 
