@@ -91,7 +91,7 @@ STOP_WORDS = frozenset(
 )
 
 LAYOUT = 2  # passages.sqlite's layout (PRAGMA user_version): another one is emptied and filled again
-BLOCK = 16_384  # vectors compared with a query at once (bounds the floats made from them)
+BLOCK = 65_536  # vectors compared with a query at once (bounds the floats made from them)
 SORTED_GROUP = 1024  # passages nearest a query put in order at a time (see nearest_first)
 SAMPLE_STEP, SAMPLE_GROUPS = 16, 4  # nearest_first's first bound: from every 16th similarity, about 4 groups above it
 KINDS: dict[Kind, int] = {"page": 1, "attachment": 2}  # a vector record's kind; 0: a free record
@@ -177,9 +177,9 @@ def nearest_first(similarities: np.ndarray, least: float, group: int = SORTED_GR
         guess = float(np.partition(sample, k)[k])
         if guess > least:
             bounds = [guess, least]
-    above = np.inf
+    above = None
     for bound in bounds:
-        left = np.flatnonzero((similarities >= bound) & (similarities < above))
+        left = np.flatnonzero(similarities >= bound if above is None else (similarities >= bound) & (similarities < above))
         above = bound
         while len(left):
             if len(left) > group:
