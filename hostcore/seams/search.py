@@ -116,13 +116,15 @@ class SearchBackend(ABC):
         holding another form of it. Raises ValidationError(field="query") for a query it cannot parse."""
 
     def ranked(
-        self, query: str, *, namespaces: Collection[str] | None, limit: int, marked: int, filters: SearchFilters = NO_FILTERS,
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int, marked: int,
+        filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
-        """The first ``limit`` hits of :meth:`search`, in its order, only the first ``marked`` of
-        them sure to carry their snippets (the rest may carry ""): a search fusing the engine's
-        ranking with the pages near in meaning reads the first fifty hits and shows a page of
-        them. Optional: by default :meth:`search`, every snippet made."""
-        return self.search(query, namespaces=namespaces, offset=0, limit=limit, filters=filters)
+        """The hits :meth:`search` gives, only the first ``marked`` of them sure to carry their
+        snippets (the rest may carry ""): a search fusing the engine's ranking with the pages near
+        in meaning reads the first fifty hits and shows a page of them. Optional: by default
+        :meth:`search`, every snippet made; an engine that defines it can make its :meth:`search`
+        this with ``marked=limit``."""
+        return self.search(query, namespaces=namespaces, offset=offset, limit=limit, filters=filters)
 
     @abstractmethod
     def hashes(self) -> dict[str, str]:

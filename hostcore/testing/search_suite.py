@@ -308,6 +308,9 @@ class SearchConformance:
             assert [h.snippet for h in ranked.hits[:marked]] == [h.snippet for h in full.hits[:marked]]
             assert all(h.snippet in ("", f.snippet) for h, f in zip(ranked.hits[marked:], full.hits[marked:], strict=True))
         assert all("<mark>needle</mark>" in h.snippet for h in full.hits)
+        later = backend.ranked("needle hay", namespaces=None, offset=5, limit=10, marked=2)
+        assert [h.slug for h in later.hits] == [h.slug for h in full.hits[5:15]]
+        assert [h.snippet for h in later.hits[:2]] == [h.snippet for h in full.hits[5:7]]
 
     def test_documents_give_back_what_was_indexed(self, backend: SearchBackend) -> None:
         backend.update([search_doc("n/a", "Title A", "The body\n\nof  a", ("Ops", "runbook"), "ha"), search_doc("n/b", body="b")])

@@ -321,17 +321,12 @@ class SqliteSearch(SearchBackend):
         self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int = 20,
         filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
-        return self._search(query, namespaces=namespaces, offset=offset, limit=limit, filters=filters, marked=limit)
+        return self.ranked(query, namespaces=namespaces, offset=offset, limit=limit, marked=limit, filters=filters)
 
     def ranked(
-        self, query: str, *, namespaces: Collection[str] | None, limit: int, marked: int, filters: SearchFilters = NO_FILTERS,
+        self, query: str, *, namespaces: Collection[str] | None, offset: int = 0, limit: int, marked: int,
+        filters: SearchFilters = NO_FILTERS,
     ) -> SearchResults:
-        return self._search(query, namespaces=namespaces, offset=0, limit=limit, filters=filters, marked=marked)
-
-    def _search(
-        self, query: str, *, namespaces: Collection[str] | None, offset: int, limit: int, filters: SearchFilters, marked: int,
-    ) -> SearchResults:
-        """The hits :meth:`search` gives, the first ``marked`` with their snippets, the rest with "" (:meth:`ranked`)."""
         if offset < 0:
             raise ValidationError("must be 0 or more", field="offset")
         if not 1 <= limit <= MAX_LIMIT:
