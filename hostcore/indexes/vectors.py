@@ -32,19 +32,15 @@ def quantise(vectors: Vectors) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.rint(vectors / safe[:, None]), -127, 127).astype(np.int8), scale.astype(np.float32)
 
 
-SCAN_THREADS = min(2, os.cpu_count() or 1)  # threads comparing one query with the vectors
-
-
 def dot_products(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Each int8 row's dot product with the int8 ``query`` (one row of the same length), exact:
     SimSIMD's SIMD kernels sum in int32 (numpy's ``einsum`` has no SIMD loop for int8; see
     docs/operators.md for the two timed); float64, which holds every such sum. ``rows`` may be a
-    strided view (the records' vectors). The rows are shared among SCAN_THREADS threads, without
-    the GIL: a search by meaning waits for the longest part of its work about half as long (for
-    a tenth more CPU, see docs/operators.md)."""
+    strided view (the records' vectors). One thread: sharing the rows with a second one halved
+    the scan in a loop in one process but gained nothing over HTTP (docs/operators.md)."""
     if not len(rows):
         return np.zeros(0, dtype=np.float64)
-    return np.asarray(simsimd.cdist(query.reshape(1, -1), rows, metric="dot", threads=SCAN_THREADS))[0]
+    return np.asarray(simsimd.cdist(query.reshape(1, -1), rows, metric="dot"))[0]
 
 
 class VectorFile:
