@@ -24,6 +24,9 @@ For each size N it:
    together: the default fuses the pages nearest in meaning in, the baseline ranks by words alone,
    so the difference is what meaning adds): while the embedding catches up, then after it caught up
    (or after ``--catchup-cap`` seconds, said so); p50/p95 and how often both return the same hits;
+   then once more with a pause of ``--pause`` seconds before each call (``--quiet-rounds`` queries
+   of each shape), as people and assistants ask: a call that follows a quiet spell finds the
+   machine's caches holding other things, and takes longer than one of a stream;
 4. follows the catch-up with ``/_/health`` (documents indexed, pending) every ``--poll`` seconds,
    ``hostcore status`` beside it at the first and last look (it costs a CLI start, seconds of CPU
    the embedding would miss): pages embedded per second over time, and the time to finish or what
@@ -69,7 +72,7 @@ from concurrent_writers import check, git, report, run_load, server_cpu
 from mcp_http import ToolClient, load, memory_mb
 from search_engines import NAMESPACES, TAGS, Corpus
 from search_latency import shapes
-from timing import percentiles
+from timing import p95, percentiles
 
 from hostcore.testing.servers import (
     cli,
@@ -97,6 +100,7 @@ SHAPES = {  # search_latency's shape -> the name the issue gives it
 MEASURING_ENV = {"HOSTCORE_RATE_LIMITS": '{"requests": "off", "writes": "off"}', "HOSTCORE_LOG_LEVEL": "WARNING"}
 WITHOUT_EMBEDDER = {"HOSTCORE_EMBEDDER": ""}
 MEANING, KEYWORDS, SMALL = "default", "no embedder", "small wiki"
+QUIET = "a call after each pause"  # the search phase with --pause seconds before each call
 
 
 def say(line: str = "") -> None:
@@ -254,9 +258,11 @@ def print_memory(moment: str, servers: list[Server], figures: Figures) -> None:
 
 
 def search_phase(
-    label: str, servers: list[Server], queries: list[tuple[str, dict[str, Any]]], figures: Figures, cap: float
+    label: str, servers: list[Server], queries: list[tuple[str, dict[str, Any]]], figures: Figures, cap: float,
+    pause: float = 0.0,
 ) -> int:
-    """Every query on every server, in turns; prints p50/p95 per shape. Returns the calls made."""
+    """Every query on every server, in turns, ``pause`` seconds before each (a second page's first
+    page goes right before it); prints p50/p95 per shape. Returns the calls made."""
     samples: dict[str, dict[str, list[tuple[float, float, list[str]]]]] = {s.name: {} for s in servers}
     began, calls = time.perf_counter(), 0
     for i, (shape, arguments) in enumerate(queries):
@@ -265,6 +271,7 @@ def search_phase(
             break
         for server in servers[i % len(servers) :] + servers[: i % len(servers)]:
             assert server.client is not None
+            time.sleep(pause)
             if arguments.get("offset"):  # a second page right after the first, as a client pages
                 server.client.call("search", {k: v for k, v in arguments.items() if k != "offset"})
                 calls += 1
@@ -287,7 +294,7 @@ def search_phase(
         for server in servers:
             runs = samples[server.name][shape]
             ms = sorted(r[0] for r in runs)
-            p95s.append(ms[max(0, round(0.95 * len(ms)) - 1)])
+            p95s.append(p95(ms))
             line += f" {percentiles(ms):>36}"
             key = f"{label}/{server.name}" + ("/meaning" if shape == FUSED else "")  # the eight shapes' worst, apart
             figures.search[key] = {"p95": max(figures.search.get(key, {}).get("p95", 0.0), p95s[-1])}
@@ -495,6 +502,9 @@ def measure(pages: int, folder: Path, args: argparse.Namespace) -> Figures:
         calls += search_phase(
             "after catch-up" if caught_up else "catch-up NOT finished", servers, queries, figures, args.search_cap
         )
+        if args.quiet_rounds:
+            quiet = [(shape, arguments) for shape, arguments in shapes(args.quiet_rounds) if shape in SHAPES]
+            calls += search_phase(f"{QUIET} of {args.pause:g} s", servers, quiet, figures, args.search_cap, args.pause)
         more, began = max(0, args.searches - calls // 2), time.perf_counter()
         for i in range(more):  # up to --searches on each server, unmeasured, for the memory after
             if time.perf_counter() - began > args.search_cap:
@@ -522,6 +532,12 @@ def growth_table(rows: list[Figures]) -> None:
     def cell(value: Any, fmt: str = "{:.1f}") -> str:
         return fmt.format(value) if isinstance(value, float | int) else str(value)
 
+    def after(key: str) -> bool:  # the search phase after catch-up (or at its cap), calls in a stream
+        return not key.startswith(("while", QUIET))
+
+    def quiet_p95(server: str, suffix: str) -> Callable[[Figures], Any]:
+        return lambda f: next((v["p95"] for k, v in f.search.items() if k.startswith(QUIET) and k.endswith(server + suffix)), "-")
+
     say(
         "\n=== growth (worst p95 over the eight query shapes, many words apart; the largest worker's RSS, and its anonymous memory: RSS less the files it maps) ==="
     )
@@ -537,23 +553,28 @@ def growth_table(rows: list[Figures]) -> None:
         ),
         (
             "search p95 ms, after, default",
-            lambda f: next((v["p95"] for k, v in f.search.items() if not k.startswith("while") and k.endswith(MEANING)), "-"),
+            lambda f: next((v["p95"] for k, v in f.search.items() if after(k) and k.endswith(MEANING)), "-"),
         ),
         (
             "search p95 ms, after, no embedder",
-            lambda f: next((v["p95"] for k, v in f.search.items() if not k.startswith("while") and k.endswith(KEYWORDS)), "-"),
+            lambda f: next((v["p95"] for k, v in f.search.items() if after(k) and k.endswith(KEYWORDS)), "-"),
         ),
         (
             "search p95 ms, many words, after, default",
             lambda f: next(
-                (v["p95"] for k, v in f.search.items() if not k.startswith("while") and k.endswith(f"{MEANING}/meaning")), "-"
+                (v["p95"] for k, v in f.search.items() if after(k) and k.endswith(f"{MEANING}/meaning")), "-"
             ),
         ),
         (
             "search p95 ms, many words, after, no embedder",
             lambda f: next(
-                (v["p95"] for k, v in f.search.items() if not k.startswith("while") and k.endswith(f"{KEYWORDS}/meaning")), "-"
+                (v["p95"] for k, v in f.search.items() if after(k) and k.endswith(f"{KEYWORDS}/meaning")), "-"
             ),
+        ),
+        *(
+            (f"search p95 ms, {what}pauses, {name}", quiet_p95(server, suffix))
+            for what, suffix in (("", ""), ("many words, ", "/meaning"))
+            for server, name in ((MEANING, "default"), (KEYWORDS, "no embedder"))
         ),
         ("RSS MB after start, default", lambda f: f.memory.get(f"after start/{MEANING}", "-")),
         ("RSS MB after start, no embedder", lambda f: f.memory.get(f"after start/{KEYWORDS}", "-")),
@@ -605,9 +626,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10, help="per writers' run")
     ap.add_argument("--writer-rounds", type=int, default=2, help="writers' runs on each wiki")
     ap.add_argument("--starts", type=int, default=3, help="restarts of each server for the start-up median")
+    ap.add_argument("--pause", type=float, default=0.25, help="seconds before each call of the last search phase")
+    ap.add_argument("--quiet-rounds", type=int, default=30, help="queries of each shape in that phase (0: none)")
     args = ap.parse_args()
     if args.quick:
-        args.rounds, args.searches, args.search_cap, args.catchup_cap = 3, 100, 60, 60
+        args.rounds, args.searches, args.search_cap, args.catchup_cap, args.quiet_rounds = 3, 100, 60, 60, 2
         args.poll, args.seconds, args.writer_rounds, args.starts = 10, 3, 1, 1
     from importlib.metadata import version
 
