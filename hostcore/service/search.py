@@ -249,13 +249,13 @@ class SearchMixin(DocumentsMixin):
         words: Sequence[SearchHit], marked: int,
     ) -> dict[str, str]:
         """Slug -> snippet of the hits ``shown`` among ``words`` past the ``marked`` first (which
-        alone came with their snippets: meaning lifted them onto this page): the engine's first
-        hits again, down to the deepest of them, marked. Few calls need it."""
+        alone came with their snippets: meaning lifted them onto this page): the engine's hits
+        again from the ``marked``-th down to the deepest of them, marked. Few calls need it."""
         rank = {h.slug: i for i, h in enumerate(words) if i >= marked}
         deepest = max((rank[h.slug] for h in shown if h.slug in rank), default=None)
         if deepest is None:
             return {}
-        again = backend.search(query, namespaces=scope, offset=0, limit=deepest + 1, filters=filters)
+        again = backend.search(query, namespaces=scope, offset=marked, limit=deepest + 1 - marked, filters=filters)
         return {h.slug: h.snippet for h in again.hits if h.slug in rank}
 
     def _passing(self, near: list[Near], filters: SearchFilters) -> list[Near]:
