@@ -87,7 +87,7 @@ if TYPE_CHECKING:  # the same names, for type checkers (tests/test_public_api.py
     from hostcore.seams.search import NO_FILTERS, SearchBackend, SearchDoc, SearchFilters, SearchHit, SearchResults
     from hostcore.seams.settings import Setting
     from hostcore.seams.shared import SharedState
-    from hostcore.seams.sqlite import DerivedDB
+    from hostcore.seams.sqlite import DerivedDB, rows_in
     from hostcore.seams.storage import (
         ANY,
         BlameHunk,
@@ -134,7 +134,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "hostcore.seams.search": ("NO_FILTERS", "SearchBackend", "SearchDoc", "SearchFilters", "SearchHit", "SearchResults"),
     "hostcore.seams.settings": ("Setting",),
     "hostcore.seams.shared": ("SharedState",),
-    "hostcore.seams.sqlite": ("DerivedDB",),
+    "hostcore.seams.sqlite": ("DerivedDB", "rows_in"),
     "hostcore.seams.storage": (
         "ANY", "BlameHunk", "Change", "Delete", "Operation", "Put", "Revision", "Storage", "blob_hash", "check_path",
         "disk_full", "out_of_space",
@@ -265,6 +265,7 @@ __all__ = [
     "prompt",
     "recover_sqlite",
     "resource",
+    "rows_in",
     "safe_next",
     "serving_headers",
     "sessions_of",

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hostcore import DerivedDB, Unavailable, set_aside
+from hostcore import DerivedDB, Unavailable, rows_in, set_aside
+from hostcore.seams.sqlite import IN_BATCH
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"
 
@@ -193,4 +194,20 @@ def test_a_failed_transaction_leaves_the_file_as_it_was(tmp_path):
         raise ValueError("halfway")
     assert db.connection().execute("SELECT count(*) FROM notes").fetchone() == (2,)
     assert not db.connection().in_transaction
+    db.close()
+
+
+def test_rows_in_looks_up_any_number_of_keys_in_bound_batches(tmp_path):
+    db = sqlite3.connect(tmp_path / "keys.sqlite")
+    db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, g INTEGER NOT NULL)")
+    db.executemany("INSERT INTO t VALUES (?, ?)", [(k, k % 3) for k in range(3 * IN_BATCH)])
+    keys = list(range(1, 3 * IN_BATCH + 10, 2))  # more than two batches, some absent
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    rows = list(rows_in(db, "SELECT k, g FROM t WHERE k IN", keys))
+    assert sorted(rows) == [(k, k % 3) for k in keys if k < 3 * IN_BATCH]
+    assert len(statements) == -(-len(keys) // IN_BATCH)  # one statement a batch
+    grouped = dict(rows_in(db, "SELECT g, count(*) FROM t WHERE k IN", keys[:IN_BATCH], " GROUP BY g"))
+    assert grouped == {g: sum(1 for k in keys[:IN_BATCH] if k % 3 == g) for g in range(3)}
+    assert list(rows_in(db, "SELECT k, g FROM t WHERE k IN", [])) == []
     db.close()

@@ -25,7 +25,7 @@ from hostcore.domain.attachments import attachment_links
 from hostcore.domain.pages import Page, page_path, wiki_links
 from hostcore.seams.derived import file_id, generation
 from hostcore.seams.index import Changes, DerivedIndex
-from hostcore.seams.sqlite import DerivedDB
+from hostcore.seams.sqlite import DerivedDB, rows_in
 
 
 class LinkingPage(TypedDict):
@@ -294,12 +294,8 @@ class LinkGraph(DerivedIndex):
         wanted = sorted(set(slugs))
         found: dict[str, tuple[str, list[str]]] = {}
         with self._reading() as db:
-            for first in range(0, len(wanted), 500):
-                chunk = wanted[first : first + 500]
-                for slug, title, tags in db.execute(
-                    f"SELECT slug, title, tags FROM pages WHERE slug IN ({','.join('?' * len(chunk))})", chunk
-                ):
-                    found[slug] = (title, json.loads(tags))
+            for slug, title, tags in rows_in(db, "SELECT slug, title, tags FROM pages WHERE slug IN", wanted):
+                found[slug] = (title, json.loads(tags))
         return found
 
     def dangling(

@@ -57,7 +57,7 @@ from hostcore.seams.derived import generation
 from hostcore.seams.embed import Embedder, Vectors
 from hostcore.seams.index import Changes, DerivedIndex
 from hostcore.seams.locks import FileLock
-from hostcore.seams.sqlite import STORAGE_VERSION, DerivedDB
+from hostcore.seams.sqlite import STORAGE_VERSION, DerivedDB, rows_in
 from hostcore.seams.worker import CoalescingWorker
 
 if TYPE_CHECKING:
@@ -487,12 +487,8 @@ class PassageIndex(DerivedIndex):
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, query: str, keys: Sequence[object]) -> dict:
-        """``query`` (a SELECT of key and value ending ``IN``) for ``keys``, 500 at a time: key -> value."""
-        out: dict = {}
-        for first in range(0, len(keys), 500):
-            batch = list(keys[first : first + 500])
-            out.update(db.execute(f"{query} ({','.join('?' * len(batch))})", batch).fetchall())
-        return out
+        """``query`` (a SELECT of key and value ending ``IN``) for ``keys``: key -> value."""
+        return dict(rows_in(db, query, keys))
 
     def _indexed(self, db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, str]:
         """The hash each of ``paths`` is indexed at (those indexed)."""

@@ -34,6 +34,15 @@ META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NU
 SHRINK_PAGES = 256  # free pages (1 MiB at SQLite's 4 KiB) from which a file made anew is vacuumed
 STORAGE_VERSION = "storage_version"  # the meta key of the storage version a store reflects
 _INHERITED: list[sqlite3.Connection] = []  # connections a forked child must neither use nor close
+IN_BATCH = 500  # keys bound in one statement by rows_in (SQLite built before 3.32 allows 999)
+
+
+def rows_in(db: sqlite3.Connection, select: str, keys: Sequence[object], tail: str = "") -> Iterator[tuple]:
+    """The rows of ``select`` (a statement ending ``IN``, then ``tail``) for ``keys``, bound
+    IN_BATCH at a time: one look-up for many keys, however many."""
+    for first in range(0, len(keys), IN_BATCH):
+        batch = list(keys[first : first + IN_BATCH])
+        yield from db.execute(f"{select} ({','.join('?' * len(batch))}){tail}", batch)
 
 
 def statements(script: str) -> list[str]:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import pygit2
 from pygit2.enums import SortMode
 
-from hostcore import DerivedDB, Revision
+from hostcore import DerivedDB, Revision, rows_in
 
 from .trees import blob_id, changed
 
@@ -237,18 +237,12 @@ class HistoryIndex:
 
     def _newest(self, paths: Sequence[str], column: Literal["time", "author"]) -> dict[str, Any]:
         """Path -> ``column`` of the newest indexed commit changing it, one query per 500 paths."""
-        out: dict[str, Any] = {}
+        select = (  # only the column (one of two names) is formatted in; the paths are bound
+            f"SELECT p.path, c.{column} FROM changes p JOIN commits c ON c.seq = "
+            "(SELECT max(seq) FROM changes WHERE path = p.path) WHERE p.path IN"
+        )
         with self._guard:
-            db = self._db()
-            for start in range(0, len(paths), 500):
-                chunk = list(paths[start : start + 500])
-                marks = ",".join("?" * len(chunk))  # only "?" marks (and the column, one of two names) are formatted in
-                query = (
-                    f"SELECT p.path, c.{column} FROM changes p JOIN commits c ON c.seq = "
-                    f"(SELECT max(seq) FROM changes WHERE path = p.path) WHERE p.path IN ({marks}) GROUP BY p.path"
-                )
-                out.update(db.execute(query, chunk))
-        return out
+            return dict(rows_in(self._db(), select, paths, " GROUP BY p.path"))
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -68,6 +68,7 @@ from hostcore import (
     new_generation,
     parse_query,
     positive_leaves,
+    rows_in,
     stem,
 )
 
@@ -392,18 +393,10 @@ class SqliteSearch(SearchBackend):
         return found
 
     def documents(self, slugs: Sequence[str]) -> dict[str, SearchDoc]:
-        wanted = sorted(set(slugs))
-        out: dict[str, SearchDoc] = {}
+        select = "SELECT pages.slug, pages.title, fts.body, pages.tags, pages.hash FROM pages JOIN fts ON fts.rowid = pages.id WHERE pages.slug IN"
         with self._connection() as db:
-            for first in range(0, len(wanted), 500):
-                batch = wanted[first : first + 500]
-                rows = db.execute(
-                    "SELECT pages.slug, pages.title, fts.body, pages.tags, pages.hash FROM pages JOIN fts ON fts.rowid = pages.id "
-                    f"WHERE pages.slug IN ({','.join('?' * len(batch))})",
-                    batch,
-                )
-                out.update((slug, SearchDoc(slug, title, body, tuple(json.loads(tags)), digest)) for slug, title, body, tags, digest in rows)
-        return out
+            rows = rows_in(db, select, sorted(set(slugs)))
+            return {slug: SearchDoc(slug, title, body, tuple(json.loads(tags)), digest) for slug, title, body, tags, digest in rows}
 
     def hashes(self) -> dict[str, str]:
         with self._connection() as db:

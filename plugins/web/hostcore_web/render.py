@@ -41,7 +41,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-from hostcore import CoalescingWorker, DerivedDB, split_attachment_url, wiki_links
+from hostcore import CoalescingWorker, DerivedDB, rows_in, split_attachment_url, wiki_links
 
 log = logging.getLogger("hostcore.web")
 
@@ -405,10 +405,8 @@ class BlockStore:
         found: dict[str, Block] = {}
         try:
             db = self._db.connection()
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                rows = db.execute(f"SELECT key, html, facts FROM blocks WHERE key IN ({','.join('?' * len(chunk))})", chunk)
-                found.update((k, (h, json.loads(f) if f else None)) for k, h, f in rows)
+            rows = rows_in(db, "SELECT key, html, facts FROM blocks WHERE key IN", keys)
+            found.update((k, (h, json.loads(f) if f else None)) for k, h, f in rows)
         except (sqlite3.Error, OSError) as exc:
             self._failed(exc)
         return found
